@@ -1,0 +1,108 @@
+"""Turn the app's ``beat_schedule`` into validated definitions, without changing when they fire.
+
+Accepted as an entry's ``schedule``: ``celery_dbeat.Cron/Every/Once``, ``celery.schedules.crontab``
+(evaluated in the app's ``timezone``, as Celery's beat does), ``celery.schedules.schedule``, a
+``timedelta`` or a number of seconds. Anything else is refused with an error naming the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery
+from celery.schedules import crontab, schedule, solar
+
+from .definitions import Definition
+from .errors import ConfigurationError, ValidationError
+from .specs import Cron, Every, Once
+
+__all__ = ["definitions_from_app", "spec_from_celery"]
+
+#: Keys an entry may have: Celery's own, plus celery-dbeat's per-schedule settings.
+ENTRY_KEYS = frozenset(
+    {
+        "task", "schedule", "args", "kwargs", "options", "relative", "enabled", "start_at",
+        "end_at", "max_runs", "misfire_policy", "misfire_grace", "catchup_limit",
+    }
+)  # fmt: skip
+
+
+def _zone_name(app: Celery) -> str:
+    zone = app.timezone
+    return str(getattr(zone, "key", None) or zone)
+
+
+def _cron_field(value: Any) -> str:
+    if isinstance(value, str):
+        return value.replace(" ", "")
+    if isinstance(value, int):
+        return str(value)
+    return ",".join(str(v) for v in sorted(value))
+
+
+def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
+    """The stored spec equivalent of a Celery schedule object (or our own spec)."""
+    if isinstance(value, (Cron, Every, Once)):
+        return value
+    if isinstance(value, crontab):
+        expr = " ".join(
+            _cron_field(part)
+            for part in (
+                value._orig_minute,
+                value._orig_hour,
+                value._orig_day_of_month,
+                value._orig_month_of_year,
+                value._orig_day_of_week,
+            )
+        )
+        return Cron(expr, timezone=_zone_name(app))
+    if isinstance(value, solar):
+        raise ValueError("solar schedules are not supported yet")
+    if isinstance(value, schedule):
+        return Every(value.run_every.total_seconds())
+    if isinstance(value, timedelta):
+        return Every(value.total_seconds())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Every(float(value))
+    raise ValueError(
+        f"unsupported schedule type {type(value).__qualname__}; use crontab, schedule, a "
+        "timedelta, seconds, or celery_dbeat.Cron/Every/Once"
+    )
+
+
+def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
+    unknown = sorted(set(entry) - ENTRY_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}")
+    if "task" not in entry or "schedule" not in entry:
+        raise ValueError("needs 'task' and 'schedule'")
+    return Definition.create(
+        name=name,
+        task=entry["task"],
+        schedule=spec_from_celery(entry["schedule"], app),
+        args=entry.get("args") or (),
+        kwargs=entry.get("kwargs"),
+        options=entry.get("options"),
+        enabled=entry.get("enabled", True),
+        start_at=entry.get("start_at"),
+        end_at=entry.get("end_at"),
+        max_runs=entry.get("max_runs"),
+        misfire_policy=entry.get("misfire_policy"),
+        misfire_grace=entry.get("misfire_grace"),
+        catchup_limit=entry.get("catchup_limit"),
+    )
+
+
+def definitions_from_app(app: Celery) -> list[Definition]:
+    """Every ``beat_schedule`` entry as a definition. Raises on the first bad entry, naming it."""
+    definitions = []
+    for name, entry in (app.conf.beat_schedule or {}).items():
+        try:
+            if not isinstance(entry, Mapping):
+                raise ValueError("must be a dict with 'task' and 'schedule'")
+            definitions.append(_definition(name, entry, app))
+        except (ValueError, ValidationError) as exc:
+            raise ConfigurationError(f"beat_schedule[{name!r}]", entry, str(exc)) from None
+    return definitions

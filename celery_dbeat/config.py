@@ -1,0 +1,167 @@
+"""Settings: every ``dbeat_*`` key, read once from ``app.conf`` and validated.
+
+Keys may also be given in Celery's namespaced upper-case form (``CELERY_DBEAT_DATABASE_URL`` when
+the app was configured with ``namespace="CELERY"``, as Django projects do).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .durations import parse_duration
+from .errors import ConfigurationError
+from .misfire import MisfirePolicy, MisfireRules
+
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
+
+DEFAULT_DATABASE_URL = "sqlite:///celerybeat-dbeat.sqlite3"
+
+
+def mask_url(url: str | None) -> str:
+    """``url`` with any password replaced by ``***``, for banners, logs and errors."""
+    if not url:
+        return str(url)
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+
+
+def _default_instance() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything celery-dbeat reads from configuration. Durations are ``timedelta``."""
+
+    #: SQLAlchemy URL of the schedule database.
+    database_url: str = DEFAULT_DATABASE_URL
+    #: Extra keyword arguments for ``sqlalchemy.create_engine``.
+    engine_options: Mapping[str, Any] = field(default_factory=dict)
+    #: Redis URL for per-fire locks; ``None`` claims fires by the database alone.
+    redis_url: str | None = None
+    redis_key_prefix: str = "dbeat:"
+    #: Default misfire policy of schedules that do not set their own.
+    misfire_policy: MisfirePolicy = MisfirePolicy.LATEST
+    #: Default grace window; ``None`` means unbounded.
+    misfire_grace: timedelta | None = None
+    #: A fire at most this late is on time and fires normally.
+    misfire_tolerance: timedelta = timedelta(seconds=60)
+    catchup_limit: int = 100
+    #: Life of a per-fire lock, and how long a recorded fire is left to the beat that recorded it.
+    lock_ttl: timedelta = timedelta(seconds=60)
+    #: Longest sleep between ticks: how quickly edits made elsewhere are seen at the latest.
+    max_interval: timedelta = timedelta(seconds=5)
+    #: Due schedules claimed per database transaction.
+    batch_size: int = 500
+    #: How long a fire that could not be published is retried before it is marked failed.
+    publish_retry_window: timedelta = timedelta(hours=1)
+    #: Upgrade the schema to this version's head at start-up.
+    auto_migrate: bool = True
+    #: Copy ``beat_schedule`` into the database at start-up.
+    sync_beat_schedule: bool = True
+    #: Name of this beat in fire history and logs.
+    instance_name: str = field(default_factory=_default_instance)
+    #: Added to this beat's clock; only for simulating skewed hosts in tests.
+    clock_offset: timedelta = timedelta(0)
+
+    @classmethod
+    def from_app(cls, app: Any) -> Settings:
+        conf = app.conf
+        namespace = getattr(conf, "namespace", None) or ""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = f"dbeat_{f.name}"
+            for candidate in (key, f"{namespace}_{key}".upper() if namespace else None):
+                if candidate is not None and conf.get(candidate) is not None:
+                    values[f.name] = conf.get(candidate)
+                    break
+        return cls.from_mapping(values)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
+        """Build from ``{field: value}`` (keys without the ``dbeat_`` prefix), validating each."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigurationError(f"dbeat_{unknown[0]}", values[unknown[0]], "unknown setting")
+        clean: dict[str, Any] = {}
+        for name, value in values.items():
+            clean[name] = _validate(name, value)
+        settings = cls(**clean)
+        if settings.lock_ttl <= settings.max_interval:
+            raise ConfigurationError(
+                "dbeat_lock_ttl",
+                settings.lock_ttl.total_seconds(),
+                f"must be longer than dbeat_max_interval ({settings.max_interval.total_seconds():g} s)",
+            )
+        return settings
+
+    @property
+    def misfire_rules(self) -> MisfireRules:
+        return MisfireRules(
+            self.misfire_policy, self.misfire_tolerance, self.misfire_grace, self.catchup_limit
+        )
+
+
+def _duration(key: str, value: object, *, allow_zero: bool = False) -> timedelta:
+    try:
+        delta = parse_duration(value)
+    except ValueError as exc:
+        raise ConfigurationError(key, value, str(exc)) from None
+    if delta < timedelta(0) or (delta == timedelta(0) and not allow_zero):
+        raise ConfigurationError(key, value, "must be a positive duration")
+    return delta
+
+
+def _validate(name: str, value: Any) -> Any:
+    key = f"dbeat_{name}"
+    if name in ("database_url", "instance_name", "redis_key_prefix"):
+        if not isinstance(value, str) or not value:
+            raise ConfigurationError(key, value, "must be a non-empty string")
+        return value
+    if name == "redis_url":
+        if value is not None and (not isinstance(value, str) or "://" not in value):
+            raise ConfigurationError(key, value, "must be a URL such as redis://localhost:6379/0")
+        return value
+    if name == "engine_options":
+        if not isinstance(value, Mapping):
+            raise ConfigurationError(key, value, "must be a dict of create_engine() arguments")
+        return dict(value)
+    if name == "misfire_policy":
+        try:
+            return MisfirePolicy(value)
+        except ValueError:
+            choices = ", ".join(p.value for p in MisfirePolicy)
+            raise ConfigurationError(key, value, f"must be one of {choices}") from None
+    if name == "misfire_grace":
+        return None if value is None else _duration(key, value)
+    if name == "clock_offset":
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise ConfigurationError(key, value, str(exc)) from None
+    if name in ("misfire_tolerance",):
+        return _duration(key, value, allow_zero=True)
+    if name in ("lock_ttl", "max_interval", "publish_retry_window"):
+        return _duration(key, value)
+    if name in ("catchup_limit", "batch_size"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < (name == "batch_size"):
+            raise ConfigurationError(key, value, "must be a whole number >= 1" if name == "batch_size" else "must be a whole number >= 0")
+        return value
+    if name in ("auto_migrate", "sync_beat_schedule"):
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        if not isinstance(value, bool):
+            raise ConfigurationError(key, value, "must be true or false")
+        return value
+    raise AssertionError(name)  # pragma: no cover - every field is handled above

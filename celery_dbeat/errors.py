@@ -1,0 +1,62 @@
+"""The exception tree of celery-dbeat.
+
+::
+
+    DBeatError                     base of everything this package raises on purpose
+    ├── ConfigurationError         a ``dbeat_*`` setting has a bad value (names the key)
+    ├── ValidationError            a schedule field has a bad value (names the field)
+    ├── ScheduleNotFound           no schedule has that name
+    ├── SchemaVersionError         the database schema is missing, newer or unknown
+    └── StoreUnavailable           the database cannot be reached right now
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DBeatError",
+    "ScheduleNotFound",
+    "SchemaVersionError",
+    "StoreUnavailable",
+    "ValidationError",
+]
+
+
+class DBeatError(Exception):
+    """Base class of every error celery-dbeat raises on purpose."""
+
+
+class ConfigurationError(DBeatError):
+    """A ``dbeat_*`` setting is invalid. The message names the key and the value."""
+
+    def __init__(self, key: str, value: object, problem: str) -> None:
+        self.key = key
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{key}={value!r}: {problem}")
+
+
+class ValidationError(DBeatError, ValueError):
+    """A schedule field is invalid. The message names the field and the value."""
+
+    def __init__(self, field: str, value: object, problem: str) -> None:
+        self.field = field
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{field}={value!r}: {problem}")
+
+
+class ScheduleNotFound(DBeatError, LookupError):
+    """No schedule with the given name exists."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no schedule named {name!r}")
+
+
+class SchemaVersionError(DBeatError):
+    """The database schema is not the one this version of celery-dbeat knows."""
+
+
+class StoreUnavailable(DBeatError):
+    """The schedule database cannot be reached; the operation may be retried."""

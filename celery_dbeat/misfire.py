@@ -1,0 +1,128 @@
+"""Pure misfire resolution: which of a schedule's overdue slots are published.
+
+Given the schedule's slots from its first unrecorded one onwards, the current instant and the
+policy, :func:`resolve` splits the overdue slots as ``SEMANTICS.md`` defines (``eps`` is the
+on-time tolerance, ``W`` the grace window)::
+
+    late     L = { t : now - eps <= t <= now }           fire normally, whatever the policy
+    missed   M = { t : t < now - eps }
+    eligible E = { t in M : now - t <= W }
+    dropped  D = M \\ E                                   recorded, never published
+
+and the policy picks from E what is published; what it does not pick is recorded as skipped. The
+next regular slot is always the first slot after ``now``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+__all__ = ["MisfirePolicy", "MisfireRules", "Resolution", "SlotGroup", "resolve"]
+
+
+class MisfirePolicy(str, enum.Enum):
+    """What is published for slots missed while every beat was down."""
+
+    SKIP = "skip"  #: nothing
+    LATEST = "latest"  #: one fire, the newest eligible slot (default)
+    EARLIEST = "earliest"  #: one fire, the oldest eligible slot
+    ALL = "all"  #: every eligible slot, oldest first, at most ``catchup_limit`` (newest kept)
+
+
+@dataclass(frozen=True)
+class MisfireRules:
+    policy: MisfirePolicy = MisfirePolicy.LATEST
+    tolerance: timedelta = timedelta(seconds=60)
+    grace: timedelta | None = None
+    catchup_limit: int = 100
+
+
+@dataclass
+class SlotGroup:
+    """Consecutive slots sharing an outcome, kept as bounds and a count rather than a list."""
+
+    first: datetime
+    last: datetime
+    count: int = 1
+
+    def add(self, slot: datetime) -> None:
+        self.last = slot
+        self.count += 1
+
+
+@dataclass
+class Resolution:
+    send: list[datetime] = field(default_factory=list)  #: slots to publish, ascending
+    skipped: SlotGroup | None = None  #: missed slots the policy chose not to publish
+    dropped: SlotGroup | None = None  #: missed slots older than the grace window
+    next_slot: datetime | None = None  #: first slot after ``now``; ``None`` if none is left
+
+    @property
+    def missed(self) -> int:
+        return sum(g.count for g in (self.skipped, self.dropped) if g is not None) + (
+            len(self.send)
+        )
+
+
+def _add(group: SlotGroup | None, slot: datetime) -> SlotGroup:
+    if group is None:
+        return SlotGroup(slot, slot)
+    group.add(slot)
+    return group
+
+
+def resolve(slots: Iterator[datetime], now: datetime, rules: MisfireRules) -> Resolution:
+    """Resolve every slot of ``slots`` up to ``now``.
+
+    ``slots`` must be ascending and start at the schedule's first unrecorded slot. It is consumed
+    up to and including the first slot after ``now``.
+    """
+    result = Resolution()
+    late: list[datetime] = []
+    # The newest eligible slots (one more than can be chosen, to know where skipping ends), and
+    # the two oldest.
+    window = (rules.catchup_limit if rules.policy is MisfirePolicy.ALL else 1) + 1
+    newest: deque[datetime] = deque(maxlen=window)
+    oldest: list[datetime] = []
+    count = 0
+    on_time_from = now - rules.tolerance
+    grace_from = None if rules.grace is None else now - rules.grace
+
+    for slot in slots:
+        if slot > now:
+            result.next_slot = slot
+            break
+        if slot >= on_time_from:
+            late.append(slot)
+        elif grace_from is not None and slot < grace_from:
+            result.dropped = _add(result.dropped, slot)
+        else:
+            count += 1
+            newest.append(slot)
+            if len(oldest) < 2:
+                oldest.append(slot)
+
+    chosen: list[datetime] = []
+    if count:
+        policy = rules.policy
+        if policy is MisfirePolicy.SKIP:
+            result.skipped = SlotGroup(oldest[0], newest[-1], count)
+        elif policy is MisfirePolicy.LATEST:
+            chosen = [newest[-1]]
+            if count > 1:
+                result.skipped = SlotGroup(oldest[0], newest[-2], count - 1)
+        elif policy is MisfirePolicy.EARLIEST:
+            chosen = [oldest[0]]
+            if count > 1:
+                result.skipped = SlotGroup(oldest[1], newest[-1], count - 1)
+        else:
+            kept = min(count, rules.catchup_limit)
+            chosen = list(newest)[len(newest) - kept :]
+            if count > kept:
+                result.skipped = SlotGroup(oldest[0], newest[-kept - 1], count - kept)
+    result.send = chosen + late
+    return result

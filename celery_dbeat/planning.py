@@ -1,0 +1,114 @@
+"""Pure fire planning: from a schedule row and ``now``, the transition beat should record.
+
+No I/O and no Celery: the ticker reads rows, asks :func:`plan` what to do with each, and records
+the answer. Also home of the deterministic task id, ``fire_task_id(schedule, slot)``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+from itertools import chain
+
+from .errors import ValidationError
+from .misfire import MisfirePolicy, MisfireRules, SlotGroup, resolve
+from .store.models import FireStatus
+from .store.queries import NewFire, ScheduleRow, Transition
+from .timing import Timing, build_timing
+from .validation import parse_args, parse_kwargs, parse_options
+
+__all__ = ["TASK_ID_NAMESPACE", "fire_task_id", "plan", "rules_of", "timing_of"]
+
+TASK_ID_NAMESPACE = uuid.UUID("6c1b3a8e-5d57-4b0f-9a55-2f6a3c0d9e11")
+
+
+def fire_task_id(schedule_name: str, slot: datetime, *, manual: bool = False) -> str:
+    """The Celery task id of a fire: the same (schedule, slot) gives the same id on every beat."""
+    instant = slot.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    kind = "manual" if manual else "slot"
+    return str(uuid.uuid5(TASK_ID_NAMESPACE, f"{schedule_name}\x00{kind}\x00{instant}"))
+
+
+def timing_of(row: ScheduleRow) -> Timing:
+    return build_timing(
+        kind=row.kind,
+        cron=row.cron,
+        timezone=row.timezone,
+        every=row.every,
+        run_at=row.run_at,
+        anchor_at=row.anchor_at or row.created_at,
+        start_at=row.start_at,
+        end_at=row.end_at,
+        dst_gap=row.dst_gap,
+        dst_fold=row.dst_fold,
+    )
+
+
+def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
+    policy = defaults.policy
+    if row.misfire_policy is not None:
+        try:
+            policy = MisfirePolicy(row.misfire_policy)
+        except ValueError:
+            choices = ", ".join(p.value for p in MisfirePolicy)
+            raise ValidationError("misfire_policy", row.misfire_policy, f"must be one of {choices}") from None
+    grace = defaults.grace
+    if row.misfire_grace is not None:
+        if row.misfire_grace <= 0:
+            raise ValidationError("misfire_grace", row.misfire_grace, "must be > 0 seconds")
+        grace = timedelta(seconds=row.misfire_grace)
+    limit = defaults.catchup_limit
+    if row.catchup_limit is not None:
+        if row.catchup_limit < 0:
+            raise ValidationError("catchup_limit", row.catchup_limit, "must be >= 0")
+        limit = row.catchup_limit
+    return MisfireRules(policy, defaults.tolerance, grace, limit)
+
+
+def _group(group: SlotGroup | None, status: FireStatus) -> list[NewFire]:
+    if group is None:
+        return []
+    return [NewFire(group.last, status, slot_count=group.count, first_slot=group.first)]
+
+
+def plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
+    """Decide what to record for ``row`` at ``now``. Never raises for bad stored data."""
+    try:
+        timing = timing_of(row)
+        rules = rules_of(row, defaults)
+        parse_args(row.args)
+        parse_kwargs(row.kwargs)
+        parse_options(row.options)
+        if row.max_runs is not None and row.max_runs < 1:
+            raise ValidationError("max_runs", row.max_runs, "must be >= 1")
+    except ValidationError as exc:
+        return Transition(row, next_run_at=None, error=str(exc))
+
+    remaining = None if row.max_runs is None else row.max_runs - row.run_count
+    if remaining is not None and remaining <= 0:
+        return Transition(row, next_run_at=None, finished=True)
+
+    if row.next_run_at is None:
+        # Asked to compute from now; never before a slot that was already recorded.
+        after = now if row.last_slot is None else max(now, row.last_slot)
+        upcoming = timing.first_after(after)
+        return Transition(row, next_run_at=upcoming, finished=upcoming is None)
+
+    slots = chain([row.next_run_at], timing.slots_after(row.next_run_at))
+    result = resolve(slots, now, rules)
+    send = result.send
+    finished = result.next_slot is None
+    if remaining is not None and len(send) >= remaining:
+        send, finished = send[:remaining], True
+    fires = [NewFire(slot, FireStatus.PENDING, fire_task_id(row.name, slot)) for slot in send]
+    fires += _group(result.skipped, FireStatus.SKIPPED)
+    fires += _group(result.dropped, FireStatus.DROPPED)
+    handled = [f.slot for f in fires]
+    return Transition(
+        row,
+        next_run_at=None if finished else result.next_slot,
+        fires=fires,
+        last_slot=max(handled) if handled else None,
+        runs_added=len(send),
+        finished=finished,
+    )

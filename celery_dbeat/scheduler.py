@@ -1,0 +1,166 @@
+"""The Celery adapter: ``celery -A proj beat -S celery_dbeat.Scheduler``.
+
+Thin on purpose: it reads settings, opens the store and the lock in ``setup_schedule``, syncs
+``beat_schedule`` into the database, and delegates every tick to :class:`~celery_dbeat.ticker.Ticker`.
+Constructed with ``lazy=True`` (as ``celery beat`` does for its banner) it does no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from celery import Celery
+from celery import beat as celery_beat
+from celery.utils.log import get_logger
+
+from .beat_schedule import definitions_from_app
+from .clock import SystemClock
+from .config import Settings, mask_url
+from .locks import FireLock, make_lock
+from .store import migrate
+from .store.database import check_schema
+from .store.queries import PublishRequest, Store, sync_config
+from .ticker import Ticker
+
+__all__ = ["Scheduler"]
+
+logger = get_logger(__name__)
+
+#: Broker connection attempts per publish before the fire is left for a later retry.
+_PUBLISH_CONNECT_RETRIES = 2
+
+
+class Scheduler(celery_beat.Scheduler):
+    """A Celery beat scheduler whose schedules live in a SQL database (see the README)."""
+
+    def __init__(self, app: Celery, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
+        self.dbeat = Settings.from_app(app)
+        self.clock = SystemClock(self.dbeat.clock_offset)
+        self.store: Store | None = None
+        self.lock: FireLock | None = None
+        self._ticker: Ticker | None = None
+        if not kwargs.get("max_interval"):
+            kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
+        super().__init__(app, *args, lazy=lazy, **kwargs)
+
+    # Celery's Scheduler contract ------------------------------------------------------------
+
+    def setup_schedule(self) -> None:
+        self.store = Store(self.dbeat.database_url, engine_options=dict(self.dbeat.engine_options))
+        self.lock = make_lock(
+            self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix, owner=self.dbeat.instance_name
+        )
+        self._ticker = Ticker(self.store, self.lock, self._publish, self.dbeat, self.clock)
+        try:
+            self._prepare_database()
+        except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+            logger.error(
+                "dbeat: schedule database %s unreachable at start-up, retrying: %s",
+                mask_url(self.dbeat.database_url), exc,
+            )  # fmt: skip
+            self._prepared = False
+        else:
+            self._prepared = True
+
+    def _prepare_database(self) -> None:
+        assert self.store is not None
+        if self.dbeat.auto_migrate:
+            migrate(self.store.engine)
+        else:
+            check_schema(self.store.engine)
+        if self.dbeat.sync_beat_schedule:
+            report = sync_config(self.store, definitions_from_app(self.app), self.clock.now())
+            logger.info(
+                "dbeat: beat_schedule synced: %d created, %d updated, %d unchanged, %d disabled",
+                len(report.created), len(report.updated), len(report.unchanged),
+                len(report.disabled),
+            )  # fmt: skip
+            for name in report.conflicts:
+                logger.warning(
+                    "dbeat: beat_schedule entry %r left alone: a schedule with that name was "
+                    "created through the API; rename one of them",
+                    name,
+                )
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        assert self._ticker is not None, "setup_schedule() was not called"
+        if not self._prepared:
+            try:
+                self._prepare_database()
+            except (sa.exc.DBAPIError, sa.exc.TimeoutError):
+                return min(5.0, self.max_interval)
+            self._prepared = True
+        return self._ticker.tick()
+
+    def should_sync(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.lock is not None:
+                self.lock.close()
+            if self.store is not None:
+                self.store.close()
+
+    @property
+    def info(self) -> str:
+        settings = self.dbeat
+        locks = f"redis {mask_url(settings.redis_url)}" if settings.redis_url else "database"
+        grace = "unbounded" if settings.misfire_grace is None else f"{settings.misfire_grace}"
+        return (
+            f"    . dbeat database -> {mask_url(settings.database_url)}\n"
+            f"    . dbeat locks -> {locks}\n"
+            f"    . dbeat instance -> {settings.instance_name}\n"
+            f"    . dbeat misfire -> {settings.misfire_policy.value} (grace {grace})"
+        )
+
+    # Publishing ------------------------------------------------------------------------------
+
+    def _ensure_connected(self) -> Any:
+        # Celery's default retries the broker for minutes inside the tick; a fire that cannot be
+        # published is already recorded and will be retried, so fail fast instead.
+        def _error(exc: Exception, interval: float) -> None:
+            logger.warning("dbeat: broker connection error: %s; retrying in %.1fs", exc, interval)
+
+        return self.connection.ensure_connection(_error, _PUBLISH_CONNECT_RETRIES)
+
+    def _publish(
+        self,
+        request: PublishRequest,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        options: dict[str, Any],
+    ) -> None:
+        headers = dict(options.pop("headers", None) or {})
+        headers.update(
+            celery_beat_task=True,
+            dbeat_schedule=request.schedule_name,
+            dbeat_slot=request.slot.isoformat(),
+        )
+        try:
+            task = self.app.tasks.get(request.task)
+            if task is not None:
+                task.apply_async(
+                    args, kwargs, task_id=request.task_id, producer=self.producer,
+                    headers=headers, **options,
+                )  # fmt: skip
+            else:
+                self.app.send_task(
+                    request.task, args, kwargs, task_id=request.task_id, producer=self.producer,
+                    headers=headers, **options,
+                )  # fmt: skip
+        except Exception:
+            self._drop_connection()
+            raise
+
+    def _drop_connection(self) -> None:
+        self.__dict__.pop("producer", None)
+        connection = self.__dict__.pop("connection", None)
+        if connection is not None:
+            try:
+                connection.release()
+            except Exception:  # noqa: BLE001 - it is already broken
+                pass

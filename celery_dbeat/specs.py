@@ -1,0 +1,61 @@
+"""Spec descriptions users write: ``Cron``, ``Every`` and ``Once``.
+
+They can stand as the ``schedule`` of a ``beat_schedule`` entry or be passed to the API. Each
+knows the stored fields it becomes; validation happens in :func:`celery_dbeat.timing.build_timing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from .durations import parse_duration
+from .errors import ValidationError
+
+__all__ = ["Cron", "Every", "Once", "SpecFields"]
+
+SpecFields = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Cron:
+    """A cron expression (5 fields, or 6 with seconds last) evaluated in an IANA zone."""
+
+    expr: str
+    timezone: str = "UTC"
+    dst_gap: str | None = None
+    dst_fold: str | None = None
+
+    def fields(self) -> SpecFields:
+        return {
+            "kind": "cron",
+            "cron": self.expr,
+            "timezone": self.timezone,
+            "dst_gap": self.dst_gap,
+            "dst_fold": self.dst_fold,
+        }
+
+
+@dataclass(frozen=True)
+class Every:
+    """Every ``seconds`` of elapsed time, anchored at ``start_at`` or at creation."""
+
+    seconds: float | timedelta | str
+
+    def fields(self) -> SpecFields:
+        try:
+            delta = parse_duration(self.seconds)
+        except ValueError as exc:
+            raise ValidationError("every", self.seconds, str(exc)) from None
+        return {"kind": "interval", "every": delta.total_seconds()}
+
+
+@dataclass(frozen=True)
+class Once:
+    """A single fire at ``at`` (an aware datetime)."""
+
+    at: datetime
+
+    def fields(self) -> SpecFields:
+        return {"kind": "once", "run_at": self.at}

@@ -1,0 +1,157 @@
+"""Connecting to the schedule database and keeping its schema at the version the code knows.
+
+Engines get the per-backend settings the exactly-once design relies on: SQLite serialises writers
+with ``BEGIN IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction
+left idle by a paused beat so its row locks cannot block other beats for ever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import SchemaVersionError
+
+__all__ = ["VERSION_TABLE", "check_schema", "create_engine", "migrate"]
+
+VERSION_TABLE = "dbeat_alembic_version"
+MIGRATIONS = Path(__file__).parent / "migrations"
+#: PostgreSQL ends a transaction idle for this long (a SIGSTOPped beat's), releasing its locks.
+IDLE_IN_TRANSACTION_MS = 30_000
+_LOCK_NAME = "celery_dbeat_migrate"
+_PG_LOCK_KEY = 0x64626561  # "dbea"
+
+
+def create_engine(url: str | sa.URL, options: Mapping[str, Any] | None = None) -> Engine:
+    """An engine for ``url`` set up as celery-dbeat needs it; ``options`` go to SQLAlchemy."""
+    url = sa.make_url(url)
+    kwargs: dict[str, Any] = {}
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+    if backend == "postgresql" and url.get_driver_name() in ("psycopg", "psycopg2"):
+        kwargs["connect_args"] = {
+            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        }
+    if backend in ("mysql", "mariadb"):
+        kwargs["isolation_level"] = "READ COMMITTED"
+    kwargs.update(options or {})
+    engine = sa.create_engine(url, **kwargs)
+    if backend == "sqlite":
+        _serialise_sqlite_writers(engine)
+    return engine
+
+
+def _serialise_sqlite_writers(engine: Engine) -> None:
+    # pysqlite's own transaction handling would start transactions lazily and let two beats read,
+    # then both try to write (SQLITE_BUSY). Take the write lock when the transaction begins.
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _config(connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def _head() -> str:
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def _current(connection: Connection) -> str | None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def _known(revision: str) -> bool:
+    script = ScriptDirectory.from_config(_config())
+    try:
+        return script.get_revision(revision) is not None
+    except Exception:  # noqa: BLE001 - alembic raises several kinds for an unknown id
+        return False
+
+
+def check_schema(engine: Engine) -> str:
+    """Raise :class:`SchemaVersionError` unless the schema is at this version's head."""
+    with engine.connect() as connection:
+        current = _current(connection)
+    head = _head()
+    if current == head:
+        return current
+    if current is None:
+        raise SchemaVersionError(
+            "the celery-dbeat tables are not installed; run `celery -A proj dbeat migrate` "
+            "or set dbeat_auto_migrate=True"
+        )
+    if not _known(current):
+        raise SchemaVersionError(
+            f"the database schema is at revision {current!r}, which this celery-dbeat does not "
+            "know (it was written by a newer version); upgrade celery-dbeat"
+        )
+    raise SchemaVersionError(
+        f"the database schema is at revision {current!r}, older than {head!r}; run "
+        "`celery -A proj dbeat migrate` or set dbeat_auto_migrate=True"
+    )
+
+
+@contextmanager
+def _migration_lock(connection: Connection) -> Iterator[None]:
+    """Serialise concurrent migrations (several beats starting at once)."""
+    backend = connection.dialect.name
+    if backend == "postgresql":
+        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+        yield
+    elif backend in ("mysql", "mariadb"):
+        connection.execute(sa.text("SELECT GET_LOCK(:n, 120)"), {"n": _LOCK_NAME})
+        try:
+            yield
+        finally:
+            connection.execute(sa.text("SELECT RELEASE_LOCK(:n)"), {"n": _LOCK_NAME})
+    else:  # SQLite: the engine's BEGIN IMMEDIATE already holds the database's write lock.
+        yield
+
+
+def migrate(engine: Engine, revision: str = "head") -> str:
+    """Upgrade the schema to ``revision`` (default: the newest). Safe to call from many processes.
+
+    Refuses a database whose schema is newer than this version of celery-dbeat.
+    """
+    with engine.begin() as connection:
+        with _migration_lock(connection):
+            current = _current(connection)
+            if current is not None and not _known(current):
+                raise SchemaVersionError(
+                    f"the database schema is at revision {current!r}, which this celery-dbeat "
+                    "does not know (it was written by a newer version); upgrade celery-dbeat"
+                )
+            if revision == "head" and current == _head():
+                return current
+            command.upgrade(_config(connection), revision)
+            new = _current(connection)
+    assert new is not None
+    return new

@@ -1,0 +1,128 @@
+"""The two tables: ``dbeat_schedules`` (one row per schedule) and ``dbeat_fires``.
+
+A fire row is both the history users read and the exactly-once record: the unique key
+``(schedule_id, slot, manual)`` means a slot can be recorded once, whichever beat gets there.
+Args, kwargs and options are JSON text parsed per row by the scheduler, so a row with bad JSON
+marks that schedule broken instead of failing the batch it was fetched with.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from .types import UTCDateTime
+
+__all__ = ["Base", "Fire", "FireStatus", "Schedule"]
+
+ID = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class FireStatus(str, enum.Enum):
+    """Outcome of a fire."""
+
+    PENDING = "pending"  #: recorded, not yet published (a live beat publishes it)
+    SENT = "sent"  #: published to the broker
+    SKIPPED = "skipped"  #: missed slots the misfire policy chose not to publish
+    DROPPED = "dropped"  #: missed slots older than the grace window
+    FAILED = "failed"  #: publishing failed for longer than the publish retry window
+
+
+class Schedule(Base):
+    __tablename__ = "dbeat_schedules"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    task: Mapped[str] = mapped_column(String(255))
+    args: Mapped[str] = mapped_column(Text, default="[]")
+    kwargs: Mapped[str] = mapped_column(Text, default="{}")
+    #: Celery publishing options: queue, exchange, routing_key, priority, expires, headers.
+    options: Mapped[str] = mapped_column(Text, default="{}")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: ``config`` rows are owned by the app's ``beat_schedule``; ``api`` rows by people.
+    origin: Mapped[str] = mapped_column(String(16), default="api")
+
+    kind: Mapped[str] = mapped_column(String(16))
+    cron: Mapped[str | None] = mapped_column(String(255))
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    every: Mapped[float | None] = mapped_column(Float)
+    run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    anchor_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    dst_gap: Mapped[str | None] = mapped_column(String(16))
+    dst_fold: Mapped[str | None] = mapped_column(String(16))
+    start_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    max_runs: Mapped[int | None] = mapped_column(Integer)
+    run_count: Mapped[int] = mapped_column(Integer, default=0)
+
+    #: ``None`` means the global default (``dbeat_misfire_*`` settings).
+    misfire_policy: Mapped[str | None] = mapped_column(String(16))
+    misfire_grace: Mapped[float | None] = mapped_column(Float)
+    catchup_limit: Mapped[int | None] = mapped_column(Integer)
+
+    #: The next slot: the source of truth for what is due. NULL on an enabled, unfinished row
+    #: without an error asks beat to compute it from now.
+    next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: Bumped by every edit of the definition (not by firing); beat's compare-and-set checks it.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    __table_args__ = (Index("ix_dbeat_schedules_due", "enabled", "next_run_at"),)
+
+    def __repr__(self) -> str:
+        return f"<Schedule {self.name!r} {self.kind} next={self.next_run_at}>"
+
+
+class Fire(Base):
+    __tablename__ = "dbeat_fires"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    schedule_id: Mapped[int] = mapped_column(
+        ID, ForeignKey("dbeat_schedules.id", ondelete="CASCADE")
+    )
+    #: The nominal instant. For SKIPPED/DROPPED rows, the newest slot of the group.
+    slot: Mapped[datetime] = mapped_column(UTCDateTime)
+    #: ``True`` for "run now" triggers, which are not slots and never collide with one.
+    manual: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16))
+    #: For SKIPPED/DROPPED rows: how many slots the row stands for, and the oldest of them.
+    slot_count: Mapped[int] = mapped_column(Integer, default=1)
+    first_slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    task_id: Mapped[str | None] = mapped_column(String(36))
+    beat: Mapped[str | None] = mapped_column(String(255))
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: A PENDING fire is left to the beat that recorded it until then; after, any beat retries.
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "slot", "manual", name="uq_dbeat_fires_schedule_slot"),
+        Index("ix_dbeat_fires_pending", "status", "lease_until"),
+        Index("ix_dbeat_fires_task_id", "task_id", unique=True),
+    )
+
+    def __repr__(self) -> str:
+        return f"<Fire schedule={self.schedule_id} slot={self.slot} {self.status}>"

@@ -1,0 +1,428 @@
+"""The only module that issues SQL (DML). Schema changes live in ``migrations/``.
+
+The scheduler's write path is one transaction per batch of due schedules::
+
+    with store.claim_due(now, limit) as batch:      # rows locked FOR UPDATE SKIP LOCKED
+        ...plan each batch.schedules[i]...
+        to_publish = batch.record(transitions)      # compare-and-set + fire rows, one commit
+
+``record`` advances each schedule's ``next_run_at`` only if it still holds the value (and
+definition ``version``) that was read, and inserts the fire rows in the same transaction; the
+unique key on ``(schedule_id, slot, manual)`` makes a second recording of a slot impossible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, Row
+
+from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
+from .database import create_engine
+from .models import Fire, FireStatus, Schedule
+
+__all__ = [
+    "DueBatch",
+    "NewFire",
+    "PublishRequest",
+    "ScheduleRow",
+    "Store",
+    "SyncReport",
+    "Transition",
+    "sync_config",
+]
+
+S = Schedule.__table__
+F = Fire.__table__
+
+#: Columns beat needs to plan a schedule's fires.
+_PLAN_COLUMNS = [
+    S.c[name]
+    for name in (
+        "id", "name", "task", "args", "kwargs", "options", "kind", "cron", "timezone", "every",
+        "run_at", "anchor_at", "dst_gap", "dst_fold", "start_at", "end_at", "max_runs",
+        "run_count", "misfire_policy", "misfire_grace", "catchup_limit", "next_run_at",
+        "last_slot", "version", "created_at",
+    )
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ScheduleRow:
+    """A schedule as read for planning; JSON columns are still text."""
+
+    id: int
+    name: str
+    task: str
+    args: str
+    kwargs: str
+    options: str
+    kind: str
+    cron: str | None
+    timezone: str | None
+    every: float | None
+    run_at: datetime | None
+    anchor_at: datetime | None
+    dst_gap: str | None
+    dst_fold: str | None
+    start_at: datetime | None
+    end_at: datetime | None
+    max_runs: int | None
+    run_count: int
+    misfire_policy: str | None
+    misfire_grace: float | None
+    catchup_limit: int | None
+    next_run_at: datetime | None
+    last_slot: datetime | None
+    version: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> ScheduleRow:
+        return cls(**row._asdict())
+
+
+@dataclass(frozen=True)
+class NewFire:
+    slot: datetime
+    status: FireStatus
+    task_id: str | None = None
+    slot_count: int = 1
+    first_slot: datetime | None = None
+
+
+@dataclass
+class Transition:
+    """What one tick decided for one schedule; applied only if the row is unchanged."""
+
+    schedule: ScheduleRow
+    next_run_at: datetime | None
+    fires: list[NewFire] = field(default_factory=list)
+    last_slot: datetime | None = None
+    runs_added: int = 0
+    finished: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishRequest:
+    """A recorded fire that must reach the broker, with what to send."""
+
+    task_id: str
+    schedule_id: int
+    schedule_name: str
+    slot: datetime
+    task: str
+    args: str
+    kwargs: str
+    options: str
+    attempts: int = 0
+
+
+class DueBatch:
+    """Due schedules claimed in one open transaction (see the module docstring)."""
+
+    def __init__(self, connection: Connection, schedules: list[ScheduleRow], beat: str, now: datetime):
+        self._conn = connection
+        self.schedules = schedules
+        self._beat = beat
+        self._now = now
+
+    def record(self, transitions: Sequence[Transition], lease_until: datetime) -> list[PublishRequest]:
+        """Apply ``transitions``; return the PENDING fires now recorded, to be published."""
+        conn, now = self._conn, self._now
+        applied: list[Transition] = []
+        for t in transitions:
+            row = t.schedule
+            old = S.c.next_run_at.is_(None) if row.next_run_at is None else S.c.next_run_at == row.next_run_at
+            values: dict[str, Any] = {"next_run_at": t.next_run_at, "last_error": t.error}
+            if t.last_slot is not None:
+                values["last_slot"] = t.last_slot
+            if t.runs_added:
+                values["run_count"] = S.c.run_count + t.runs_added
+            if t.finished:
+                values.update(finished_at=now, enabled=False)
+            result = conn.execute(
+                sa.update(S).where(S.c.id == row.id, S.c.version == row.version, old).values(**values)
+            )
+            if result.rowcount == 1:
+                applied.append(t)
+
+        # A slot can already be recorded when an edit moved next_run_at back onto it; such
+        # slots are left as they are (published, or being published, by whoever recorded them).
+        wanted = {(t.schedule.id, f.slot) for t in applied for f in t.fires}
+        existing: set[tuple[int, datetime]] = set()
+        if wanted:
+            ids = sorted({sid for sid, _ in wanted})
+            slots = sorted({slot for _, slot in wanted})
+            rows = conn.execute(
+                sa.select(F.c.schedule_id, F.c.slot).where(
+                    F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
+                )
+            )
+            existing = {(r.schedule_id, r.slot) for r in rows}
+
+        inserts: list[dict[str, Any]] = []
+        published: list[PublishRequest] = []
+        for t in applied:
+            row = t.schedule
+            for f in t.fires:
+                if (row.id, f.slot) in existing:
+                    continue
+                pending = f.status is FireStatus.PENDING
+                inserts.append(
+                    {
+                        "schedule_id": row.id,
+                        "slot": f.slot,
+                        "manual": False,
+                        "status": f.status.value,
+                        "slot_count": f.slot_count,
+                        "first_slot": f.first_slot,
+                        "task_id": f.task_id,
+                        "beat": self._beat,
+                        "recorded_at": now,
+                        "lease_until": lease_until if pending else None,
+                        "attempts": 0,
+                    }
+                )
+                if pending:
+                    assert f.task_id is not None
+                    published.append(
+                        PublishRequest(
+                            f.task_id, row.id, row.name, f.slot, row.task, row.args, row.kwargs,
+                            row.options,
+                        )
+                    )
+        if inserts:
+            conn.execute(sa.insert(F), inserts)
+        return published
+
+
+class Store:
+    """Schedule storage. Accepts an ``Engine`` (left open) or a URL (owned, closed by ``close``)."""
+
+    def __init__(self, engine: Engine | str, *, engine_options: dict[str, Any] | None = None):
+        if isinstance(engine, Engine):
+            self.engine, self._owns_engine = engine, False
+        else:
+            self.engine, self._owns_engine = create_engine(engine, engine_options), True
+        dialect = self.engine.dialect
+        # SKIP LOCKED lets beats split a herd instead of queueing on each other's rows. SQLite
+        # has no row locks; its writers are serialised by BEGIN IMMEDIATE instead.
+        self._skip_locked = dialect.name in ("postgresql", "mysql", "mariadb")
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.dispose()
+
+    # The beat's read path -------------------------------------------------------------------
+
+    def peek(self) -> tuple[datetime | None, bool]:
+        """``(earliest next_run_at of enabled schedules, whether some need one computed)``."""
+        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled.is_(True))
+        needs = sa.exists().where(
+            S.c.enabled.is_(True), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(earliest.scalar_subquery(), needs)).one()
+        return row[0], bool(row[1])
+
+    @contextmanager
+    def claim_due(self, now: datetime, limit: int, beat: str) -> Iterator[DueBatch]:
+        """Lock up to ``limit`` due schedules (and ones asking for a recompute) in a transaction.
+
+        The transaction commits when the block exits normally and rolls back on an exception.
+        """
+        with self.engine.begin() as conn:
+            due = (
+                sa.select(*_PLAN_COLUMNS)
+                .where(S.c.enabled.is_(True), S.c.next_run_at <= now)
+                .order_by(S.c.next_run_at)
+                .limit(limit)
+            )
+            fresh = (
+                sa.select(*_PLAN_COLUMNS)
+                .where(S.c.enabled.is_(True), S.c.next_run_at.is_(None), S.c.last_error.is_(None))
+                .limit(limit)
+            )
+            if self._skip_locked:
+                due = due.with_for_update(skip_locked=True)
+                fresh = fresh.with_for_update(skip_locked=True)
+            rows = [ScheduleRow.from_row(r) for r in conn.execute(due)]
+            if len(rows) < limit:
+                rows += [ScheduleRow.from_row(r) for r in conn.execute(fresh.limit(limit - len(rows)))]
+            yield DueBatch(conn, rows, beat, now)
+
+    # Publishing bookkeeping ----------------------------------------------------------------
+
+    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> None:
+        if not task_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(F)
+                .where(F.c.task_id.in_(list(task_ids)), F.c.status == FireStatus.PENDING.value)
+                .values(status=FireStatus.SENT.value, sent_at=now, beat=beat, error=None)
+            )
+
+    def mark_publish_failed(
+        self, task_id: str, error: str, retry_at: datetime, *, give_up: bool
+    ) -> None:
+        values: dict[str, Any] = {"error": error[:2000], "lease_until": retry_at}
+        if give_up:
+            values["status"] = FireStatus.FAILED.value
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(F)
+                .where(F.c.task_id == task_id, F.c.status == FireStatus.PENDING.value)
+                .values(attempts=F.c.attempts + 1, **values)
+            )
+
+    def claim_stale_pending(
+        self, now: datetime, lease_until: datetime, limit: int
+    ) -> list[PublishRequest]:
+        """Take over recorded fires whose recording beat did not publish them in time."""
+        columns = [F.c.id, F.c.task_id, F.c.schedule_id, F.c.slot, F.c.attempts, F.c.lease_until,
+                   S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options]  # fmt: skip
+        query = (
+            sa.select(*columns)
+            .join(S, S.c.id == F.c.schedule_id)
+            .where(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
+            .order_by(F.c.lease_until)
+            .limit(limit)
+        )
+        if self._skip_locked:
+            query = query.with_for_update(of=F, skip_locked=True)
+        claimed: list[PublishRequest] = []
+        with self.engine.begin() as conn:
+            for r in conn.execute(query).all():
+                result = conn.execute(
+                    sa.update(F)
+                    .where(F.c.id == r.id, F.c.status == FireStatus.PENDING.value,
+                           F.c.lease_until == r.lease_until)
+                    .values(lease_until=lease_until)
+                )  # fmt: skip
+                if result.rowcount == 1:
+                    claimed.append(
+                        PublishRequest(r.task_id, r.schedule_id, r.name, r.slot, r.task, r.args,
+                                       r.kwargs, r.options, r.attempts)
+                    )  # fmt: skip
+        return claimed
+
+
+@dataclass
+class SyncReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+    #: Names already used by a schedule another surface owns; left untouched.
+    conflicts: list[str] = field(default_factory=list)
+
+
+class _Changed(Exception):
+    """A row changed under the sync; start over."""
+
+
+CONFIG_ORIGIN = "config"
+#: Origin of rows whose entry left ``beat_schedule``: disabled, kept with their history.
+REMOVED_ORIGIN = "config:removed"
+
+
+def _first_slot(definition: Definition, anchor: datetime, after: datetime) -> datetime | None:
+    return definition.timing(anchor).first_after(after)
+
+
+def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+    report = SyncReport()
+    names = [d.name for d in definitions]
+    existing: dict[str, Row[Any]] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        existing.update((r.name, r) for r in conn.execute(sa.select(S).where(S.c.name.in_(chunk))))
+    inserts: list[dict[str, Any]] = []
+    for d in definitions:
+        columns = d.columns()
+        row = existing.get(d.name)
+        if row is None:
+            anchor = d.start_at or now
+            upcoming = _first_slot(d, anchor, now)
+            inserts.append(
+                dict(
+                    columns,
+                    name=d.name,
+                    origin=CONFIG_ORIGIN,
+                    enabled=d.enabled and upcoming is not None,
+                    anchor_at=anchor,
+                    next_run_at=upcoming,
+                    finished_at=None if upcoming is not None else now,
+                    run_count=0,
+                    version=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            report.created.append(d.name)
+            continue
+        if row.origin not in (CONFIG_ORIGIN, REMOVED_ORIGIN):
+            report.conflicts.append(d.name)
+            continue
+        timing_changed = any(columns[c] != getattr(row, c) for c in TIMING_COLUMNS)
+        payload_changed = any(columns[c] != getattr(row, c) for c in PAYLOAD_COLUMNS)
+        revived = row.origin == REMOVED_ORIGIN
+        if not (timing_changed or payload_changed or revived):
+            report.unchanged.append(d.name)
+            continue
+        values = dict(columns, origin=CONFIG_ORIGIN, updated_at=now, version=row.version + 1)
+        if timing_changed or revived:
+            # From the edit time on, never before a slot already recorded.
+            anchor = d.start_at or now
+            after = now if row.last_slot is None else max(now, row.last_slot)
+            upcoming = _first_slot(d, anchor, after)
+            values.update(
+                anchor_at=anchor,
+                next_run_at=upcoming,
+                last_error=None,
+                finished_at=None if upcoming is not None else now,
+                enabled=d.enabled and upcoming is not None,
+            )
+        result = conn.execute(
+            sa.update(S).where(S.c.id == row.id, S.c.version == row.version).values(**values)
+        )
+        if result.rowcount != 1:
+            raise _Changed(d.name)
+        report.updated.append(d.name)
+    if inserts:
+        conn.execute(sa.insert(S), inserts)
+    gone = conn.execute(
+        sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true())
+    ).scalars().all()
+    if gone:
+        conn.execute(
+            sa.update(S)
+            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(gone))
+            .values(enabled=False, origin=REMOVED_ORIGIN, updated_at=now, version=S.c.version + 1)
+        )
+        report.disabled.extend(gone)
+    return report
+
+
+def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+    """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
+
+    Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
+    ``next_run_at`` from ``now``; a changed payload keeps it. Several beats may run this at once.
+    """
+    for attempt in range(3):
+        try:
+            with store.engine.begin() as conn:
+                return _sync_once(conn, definitions, now)
+        except (sa.exc.IntegrityError, _Changed):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,249 @@
+"""The tick algorithm: find due fires, claim, record, publish. Core logic, no Celery imports.
+
+One tick (see README "How a fire is published exactly once"):
+
+1. Every ``max_interval`` at most, take over recorded fires whose recording beat did not publish
+   them within their lease (it died or was paused) and publish them with their recorded task id.
+2. Open a transaction and lock up to ``batch_size`` due schedules (``next_run_at <= now``), skipping
+   rows another beat has locked.
+3. Plan each: misfire resolution, the slots to publish, the next slot (pure, :mod:`planning`).
+4. Claim each fire's lock (one Redis pipeline); drop the schedules another beat holds.
+5. In the same transaction, advance ``next_run_at`` with a compare-and-set on its old value and
+   the definition version, and insert the fire rows (unique per schedule and slot) as PENDING.
+   Commit. From here the fire cannot be lost: if this beat dies, step 1 of any beat publishes it.
+6. Publish each fire with its deterministic task id, unless this beat was paused so long that its
+   lease ran out (then step 1 of some beat owns it), and mark it SENT.
+7. Repeat 2-6 while batches come back full, then sleep until the earliest ``next_run_at``, at
+   most ``max_interval``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from celery.utils.log import get_logger
+
+from .clock import Clock
+from .config import Settings
+from .locks import FireKey, FireLock
+from .planning import plan
+from .store.queries import PublishRequest, Store, Transition
+from .validation import parse_args, parse_kwargs, parse_options
+
+__all__ = ["Publisher", "Ticker"]
+
+logger = get_logger(__name__)
+
+#: ``publish(request, args, kwargs, options)``: send one fire to the broker or raise.
+Publisher = Callable[[PublishRequest, list[Any], dict[str, Any], dict[str, Any]], None]
+
+_BUSY_RETRY = 0.5  # seconds before looking again at due rows other beats are working on
+_MAX_OUTAGE_BACKOFF = 30.0
+
+
+class Ticker:
+    def __init__(
+        self, store: Store, lock: FireLock, publish: Publisher, settings: Settings, clock: Clock
+    ) -> None:
+        self.store = store
+        self.lock = lock
+        self.publish = publish
+        self.settings = settings
+        self.clock = clock
+        self.rules = settings.misfire_rules
+        self.beat = settings.instance_name
+        self._last_recovery: float | None = None
+        self._db_down_since: float | None = None
+        self._db_retry_at = 0.0
+        self._db_backoff = 1.0
+        self._broken: dict[int, str] = {}
+
+    # One tick --------------------------------------------------------------------------------
+
+    def tick(self) -> float:
+        """Do everything that is due; return how many seconds to sleep."""
+        max_sleep = self.settings.max_interval.total_seconds()
+        mono = self.clock.monotonic()
+        if self._db_down_since is not None and mono < self._db_retry_at:
+            return min(self._db_retry_at - mono, max_sleep)
+        try:
+            if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
+                self._last_recovery = mono
+                self.recover_pending()
+            busy = self.fire_due()
+            earliest, needs_compute = self.store.peek()
+        except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+            return self._database_outage(exc)
+        self._database_recovered()
+        if needs_compute:
+            return 0.0
+        if earliest is None:
+            return max_sleep
+        wait = (earliest - self.clock.now()).total_seconds()
+        if wait <= 0:
+            return _BUSY_RETRY if busy else 0.0
+        return min(wait, max_sleep)
+
+    def fire_due(self) -> bool:
+        """Record and publish everything due now. True if due rows were left to other beats."""
+        budget_end = self.clock.monotonic() + self.settings.max_interval.total_seconds()
+        left_to_others = False
+        while True:
+            now = self.clock.now()
+            seen, published, skipped = self._fire_batch(now)
+            left_to_others = left_to_others or skipped > 0
+            if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
+                return left_to_others
+            if published == 0 and skipped == seen:
+                return True
+
+    def _fire_batch(self, now: datetime) -> tuple[int, int, int]:
+        lease_until = now + self.settings.lock_ttl
+        won: set[FireKey] = set()
+        try:
+            with self.store.claim_due(now, self.settings.batch_size, self.beat) as batch:
+                if not batch.schedules:
+                    return 0, 0, 0
+                transitions = [plan(row, now, self.rules) for row in batch.schedules]
+                keyed = {
+                    FireKey(t.schedule.id, t.schedule.next_run_at): t
+                    for t in transitions
+                    if t.fires and t.schedule.next_run_at is not None
+                }
+                won = self.lock.claim(keyed.keys(), self.settings.lock_ttl)
+                chosen = [t for t in transitions if not t.fires or _key(t) in won]
+                recorded_at = self.clock.monotonic()
+                requests = batch.record(chosen, lease_until)
+        except BaseException:
+            self.lock.release(won)
+            raise
+        self._log_decisions(chosen)
+        self.publish_recorded(requests, recorded_at)
+        return len(transitions), len(requests), len(transitions) - len(chosen)
+
+    def recover_pending(self) -> int:
+        """Publish fires recorded by a beat that did not publish them within their lease."""
+        now = self.clock.now()
+        requests = self.store.claim_stale_pending(
+            now, now + self.settings.lock_ttl, self.settings.batch_size
+        )
+        if requests:
+            logger.warning(
+                "dbeat: publishing %d recorded fire(s) that their beat did not publish in time",
+                len(requests),
+            )
+            self.publish_recorded(requests, self.clock.monotonic())
+        return len(requests)
+
+    # Publishing ------------------------------------------------------------------------------
+
+    def publish_recorded(self, requests: Sequence[PublishRequest], claimed_at: float) -> None:
+        sent: list[str] = []
+        lease = self.settings.lock_ttl.total_seconds()
+        for request in requests:
+            # Paused (SIGSTOP) past most of the lease: another beat may be taking this fire
+            # over right now. Leave it to the recovery path rather than risk a second publish.
+            if self.clock.monotonic() - claimed_at > lease * 0.8:
+                logger.warning(
+                    "dbeat: lease of %s slot %s ran out before publishing; leaving it to recovery",
+                    request.schedule_name,
+                    request.slot.isoformat(),
+                )
+                continue
+            try:
+                args = parse_args(request.args)
+                kwargs = parse_kwargs(request.kwargs)
+                options = parse_options(request.options)
+            except ValueError as exc:
+                self._publish_failed(request, exc, give_up=True)
+                continue
+            try:
+                self.publish(request, args, kwargs, options)
+            except Exception as exc:  # noqa: BLE001 - any broker error is retried later
+                now = self.clock.now()
+                self._publish_failed(
+                    request, exc, give_up=now - request.slot > self.settings.publish_retry_window
+                )
+                continue
+            logger.info(
+                "dbeat: sent %s (%s) slot=%s task_id=%s",
+                request.schedule_name,
+                request.task,
+                request.slot.isoformat(),
+                request.task_id,
+            )
+            sent.append(request.task_id)
+        self.store.mark_sent(sent, self.clock.now(), self.beat)
+
+    def _publish_failed(self, request: PublishRequest, exc: Exception, *, give_up: bool) -> None:
+        attempts = request.attempts + 1
+        retry_in = timedelta(seconds=min(2**attempts, 60))
+        if give_up:
+            logger.error(
+                "dbeat: giving up on %s slot=%s task_id=%s after %d attempt(s): %s",
+                request.schedule_name, request.slot.isoformat(), request.task_id, attempts, exc,
+            )  # fmt: skip
+        else:
+            logger.warning(
+                "dbeat: could not publish %s slot=%s task_id=%s (attempt %d, retry in %ds): %s",
+                request.schedule_name, request.slot.isoformat(), request.task_id, attempts,
+                retry_in.total_seconds(), exc,
+            )  # fmt: skip
+        self.store.mark_publish_failed(
+            request.task_id, f"{type(exc).__name__}: {exc}", self.clock.now() + retry_in,
+            give_up=give_up,
+        )  # fmt: skip
+
+    # Logging and outages --------------------------------------------------------------------
+
+    def _log_decisions(self, transitions: Sequence[Transition]) -> None:
+        for t in transitions:
+            name = t.schedule.name
+            if t.error is not None:
+                if self._broken.get(t.schedule.id) != t.error:
+                    self._broken[t.schedule.id] = t.error
+                    logger.error("dbeat: schedule %s skipped until fixed: %s", name, t.error)
+                continue
+            self._broken.pop(t.schedule.id, None)
+            for fire in t.fires:
+                if fire.status.value in ("skipped", "dropped"):
+                    logger.info(
+                        "dbeat: %s %d missed slot(s) of %s from %s to %s",
+                        fire.status.value, fire.slot_count, name,
+                        (fire.first_slot or fire.slot).isoformat(), fire.slot.isoformat(),
+                    )  # fmt: skip
+            if t.finished:
+                logger.info("dbeat: schedule %s finished (no further slot)", name)
+
+    def _database_outage(self, exc: Exception) -> float:
+        mono = self.clock.monotonic()
+        if self._db_down_since is None:
+            self._db_down_since = mono
+            logger.error("dbeat: schedule database unreachable, retrying: %s", _short(exc))
+        else:
+            self._db_backoff = min(self._db_backoff * 2, _MAX_OUTAGE_BACKOFF)
+        self._db_retry_at = mono + self._db_backoff
+        return min(self._db_backoff, self.settings.max_interval.total_seconds())
+
+    def _database_recovered(self) -> None:
+        if self._db_down_since is not None:
+            logger.warning(
+                "dbeat: schedule database reachable again after %.1f s",
+                self.clock.monotonic() - self._db_down_since,
+            )
+            self._db_down_since = None
+            self._db_backoff = 1.0
+
+
+def _key(t: Transition) -> FireKey:
+    assert t.schedule.next_run_at is not None
+    return FireKey(t.schedule.id, t.schedule.next_run_at)
+
+
+def _short(exc: Exception) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+

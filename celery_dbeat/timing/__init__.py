@@ -1,0 +1,130 @@
+"""Pure slot maths: when does a schedule fire? No I/O, no Celery.
+
+A *spec* yields the schedule's slots (UTC instants) strictly after a given instant, in ascending
+order. :class:`Timing` adds the ``start_at``/``end_at`` bounds every spec kind shares.
+:func:`build_timing` is the one place where stored fields become a timing, so every surface
+validates the same way.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from ..errors import ValidationError
+from .cron import CronSpec, DstFold, DstGap
+from .interval import IntervalSpec
+from .once import OnceSpec
+
+__all__ = [
+    "CronSpec",
+    "DstFold",
+    "DstGap",
+    "IntervalSpec",
+    "OnceSpec",
+    "Spec",
+    "SpecKind",
+    "Timing",
+    "build_timing",
+    "require_aware",
+]
+
+_ONE_MICROSECOND = timedelta(microseconds=1)
+
+
+class SpecKind(str, enum.Enum):
+    """The kinds of timing spec a schedule may have."""
+
+    CRON = "cron"
+    INTERVAL = "interval"
+    ONCE = "once"
+
+
+class Spec(Protocol):
+    def slots_after(self, after: datetime) -> Iterator[datetime]:
+        """Slots strictly after ``after`` (aware), ascending, as aware UTC datetimes."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A spec within inclusive bounds ``start_at <= slot <= end_at``."""
+
+    spec: Spec
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+
+    def slots_after(self, after: datetime) -> Iterator[datetime]:
+        if self.start_at is not None and after < self.start_at:
+            after = self.start_at - _ONE_MICROSECOND
+        for slot in self.spec.slots_after(after):
+            if self.end_at is not None and slot > self.end_at:
+                return
+            yield slot
+
+    def first_after(self, after: datetime) -> datetime | None:
+        return next(self.slots_after(after), None)
+
+    def preview(self, after: datetime, count: int) -> list[datetime]:
+        """The next ``count`` slots after ``after`` (fewer if the schedule ends)."""
+        slots: list[datetime] = []
+        for slot in self.slots_after(after):
+            if len(slots) >= count:
+                break
+            slots.append(slot)
+        return slots
+
+
+def require_aware(field: str, value: datetime | None) -> datetime | None:
+    """Reject naive datetimes: every instant celery-dbeat handles carries its offset."""
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValidationError(field, value, "needs a time zone offset (naive datetimes are refused)")
+    return value
+
+
+def build_timing(
+    *,
+    kind: str,
+    cron: str | None = None,
+    timezone: str | None = None,
+    every: float | timedelta | None = None,
+    run_at: datetime | None = None,
+    anchor_at: datetime | None = None,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+    dst_gap: str | None = None,
+    dst_fold: str | None = None,
+) -> Timing:
+    """Validate stored or user-supplied timing fields and build the :class:`Timing`.
+
+    Raises :class:`~celery_dbeat.errors.ValidationError` naming the first bad field.
+    """
+    try:
+        spec_kind = SpecKind(kind)
+    except ValueError:
+        choices = ", ".join(k.value for k in SpecKind)
+        raise ValidationError("kind", kind, f"must be one of {choices}") from None
+    require_aware("start_at", start_at)
+    require_aware("end_at", end_at)
+    if start_at is not None and end_at is not None and end_at < start_at:
+        raise ValidationError("end_at", end_at, f"is before start_at ({start_at.isoformat()})")
+
+    spec: Spec
+    if spec_kind is SpecKind.CRON:
+        if cron is None:
+            raise ValidationError("cron", cron, "is required for a cron schedule")
+        spec = CronSpec.parse(cron, timezone or "UTC", dst_gap=dst_gap, dst_fold=dst_fold)
+    elif spec_kind is SpecKind.INTERVAL:
+        if every is None:
+            raise ValidationError("every", every, "is required for an interval schedule")
+        anchor = require_aware("anchor_at", start_at or anchor_at)
+        if anchor is None:
+            raise ValidationError("anchor_at", anchor_at, "is required for an interval schedule")
+        spec = IntervalSpec.parse(every, anchor)
+    else:
+        if run_at is None:
+            raise ValidationError("run_at", run_at, "is required for a once schedule")
+        spec = OnceSpec(require_aware("run_at", run_at))  # type: ignore[arg-type]
+    return Timing(spec, start_at, end_at)

@@ -1,0 +1,18 @@
+"""``once`` specs: a single slot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+__all__ = ["OnceSpec"]
+
+
+@dataclass(frozen=True)
+class OnceSpec:
+    run_at: datetime
+
+    def slots_after(self, after: datetime) -> Iterator[datetime]:
+        if self.run_at > after:
+            yield self.run_at.astimezone(timezone.utc)

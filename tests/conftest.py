@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
+
+
+@pytest.fixture(params=DATABASES)
+def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An empty private database on each backend (SQLite file, PostgreSQL, MariaDB)."""
+    with private_database(request.param, tmp_path_factory) as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return redis_url_or_skip()
+
+
+@pytest.fixture
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A private key prefix; every key under it is deleted afterwards."""
+    prefix = f"{unique_name('dbeat-test')}:"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()

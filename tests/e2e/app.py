@@ -1,0 +1,122 @@
+"""The Celery app every end-to-end beat and worker process loads.
+
+It is configured only from environment variables, which :mod:`tests.e2e.harness` sets per process:
+
+``DBEAT_E2E_BROKER_URL``
+    Redis URL of the broker. The ``record`` task and the readiness signals write to it too.
+``DBEAT_E2E_PREFIX``
+    The test's private key prefix: every broker key (kombu's ``global_keyprefix``), the
+    received list and the readiness lists live under it, so one ``SCAN prefix*`` cleans up.
+``DBEAT_E2E_QUEUE``
+    A private default queue name.
+``DBEAT_E2E_SETTINGS``
+    JSON object of ``dbeat_*`` settings for this process (database URL, lock settings,
+    instance name, ...). ``null`` values are passed as ``None``.
+``DBEAT_E2E_SCHEDULES``
+    JSON object ``{name: {"cron": expr} | {"every": seconds}}``. Each becomes a
+    ``beat_schedule`` entry sending ``e2e.record(name)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any
+
+import redis
+from celery import Celery, signals
+
+BROKER_URL = os.environ.get("DBEAT_E2E_BROKER_URL", "redis://127.0.0.1:6379/0")
+PREFIX = os.environ.get("DBEAT_E2E_PREFIX", "dbeat-e2e:")
+QUEUE = os.environ.get("DBEAT_E2E_QUEUE", "dbeat-e2e")
+SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}"))
+SCHEDULES: dict[str, dict[str, Any]] = json.loads(os.environ.get("DBEAT_E2E_SCHEDULES", "{}"))
+
+#: One JSON object per message the worker executed (see ``record``).
+RECEIVED_KEY = f"{PREFIX}e2e:received"
+#: One JSON object per process that finished starting (worker ready, beat scheduler set up).
+READY_KEY = f"{PREFIX}e2e:ready"
+TASK_NAME = "e2e.record"
+
+
+def _beat_schedule() -> dict[str, dict[str, Any]]:
+    if not SCHEDULES:
+        return {}
+    from celery_dbeat import Cron, Every
+
+    entries: dict[str, dict[str, Any]] = {}
+    for name, spec in SCHEDULES.items():
+        if "cron" in spec:
+            schedule: Any = Cron(spec["cron"], timezone=spec.get("timezone", "UTC"))
+        else:
+            schedule = Every(spec["every"])
+        entries[name] = {"task": TASK_NAME, "schedule": schedule, "args": [name]}
+    return entries
+
+
+app = Celery("dbeat_e2e")
+app.conf.update(
+    broker_url=BROKER_URL,
+    broker_transport_options={"global_keyprefix": PREFIX},
+    broker_connection_retry_on_startup=True,
+    task_default_queue=QUEUE,
+    task_ignore_result=True,
+    result_backend=None,
+    worker_prefetch_multiplier=1,
+    worker_enable_remote_control=False,
+    timezone="UTC",
+    enable_utc=True,
+    beat_schedule=_beat_schedule(),
+    **SETTINGS,
+)
+
+_client: redis.Redis | None = None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(BROKER_URL)
+    return _client
+
+
+def _announce(role: str) -> None:
+    entry = {
+        "role": role,
+        "pid": os.getpid(),
+        "instance": SETTINGS.get("dbeat_instance_name"),
+        "at": time.time(),
+    }
+    _redis().rpush(READY_KEY, json.dumps(entry))
+
+
+@signals.worker_ready.connect
+def _worker_ready(**_: Any) -> None:
+    _announce("worker")
+
+
+@signals.beat_init.connect
+def _beat_ready(**_: Any) -> None:
+    # Sent by beat's Service.start once the scheduler exists (setup_schedule has run).
+    _announce("beat")
+
+
+@app.task(bind=True, name=TASK_NAME)
+def record(self: Any, schedule_name: str) -> None:
+    """Append what this worker received, so the test can count every consumed message."""
+    received_at = time.time()
+    extra = {
+        key: value
+        for key, value in vars(self.request).items()
+        if "dbeat" in key.lower() or "slot" in key.lower()
+    }
+    entry = {
+        "task_id": self.request.id,
+        "schedule": schedule_name,
+        "received_at": received_at,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "extra": extra,
+    }
+    _redis().rpush(RECEIVED_KEY, json.dumps(entry, default=str))

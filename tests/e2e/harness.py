@@ -1,0 +1,558 @@
+"""Real ``celery beat`` and ``celery worker`` processes, and the ground truth they are judged by.
+
+:class:`Harness` starts processes that load :mod:`tests.e2e.app` (one log file each), pauses,
+kills and restarts them, and polls Redis and the database with deadlines. :func:`judge` compares
+what the worker received with slots computed here by plain arithmetic, not by celery-dbeat:
+
+* a cron schedule's expected slots are the whole seconds of the window whose second-of-minute
+  matches the (seconds-only) expression;
+* an interval schedule's slots are ``first + n * every``; only the phase comes from the store.
+
+The store's ``dbeat_fires`` rows are used only to map a received task id to its slot, since the
+message itself does not carry the slot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import redis
+import sqlalchemy as sa
+
+from tests.e2e.app import READY_KEY, RECEIVED_KEY
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+class HarnessError(AssertionError):
+    """A process died, or a condition was not met before its deadline."""
+
+
+def cron(expr: str) -> dict[str, Any]:
+    return {"cron": expr}
+
+
+def every(seconds: float) -> dict[str, Any]:
+    return {"every": seconds}
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    name: str
+    role: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    overrides: dict[str, Any]
+    started_at: float
+    #: False once the harness killed or stopped it on purpose.
+    expect_alive: bool = True
+    paused: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the harness did to a process, with the wall-clock time it happened."""
+
+    what: str
+    proc: str
+    at: float
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, database_url: str, redis_url: str, prefix: str) -> None:
+        self.tmp_path = tmp_path
+        self.database_url = database_url
+        self.redis_url = redis_url
+        self.prefix = prefix
+        self.queue = f"e2e-{uuid.uuid4().hex[:10]}"
+        self.redis = redis.Redis.from_url(redis_url)
+        self.procs: list[Proc] = []
+        self.events: list[Event] = []
+        self.schedules: dict[str, dict[str, Any]] = {}
+        self.settings: dict[str, Any] = {}
+        self._engine: sa.Engine | None = None
+
+    # configuration
+
+    def configure(
+        self, schedules: Mapping[str, dict[str, Any]], *, redis_locks: bool = True, **settings: Any
+    ) -> None:
+        """Schedules (see :func:`cron`, :func:`every`) and ``dbeat_*`` settings (without prefix)."""
+        self.schedules = dict(schedules)
+        self.settings = {
+            "dbeat_database_url": self.database_url,
+            "dbeat_redis_url": self.redis_url if redis_locks else None,
+            "dbeat_redis_key_prefix": f"{self.prefix}dbeat:",
+            "dbeat_max_interval": 1,
+            # Short, so a killed beat's locks and leases expire within the test.
+            "dbeat_lock_ttl": 3,
+        }
+        self.settings.update({f"dbeat_{key}": value for key, value in settings.items()})
+
+    def _env(self, overrides: Mapping[str, Any]) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
+            PYTHONUNBUFFERED="1",
+            DBEAT_E2E_BROKER_URL=self.redis_url,
+            DBEAT_E2E_PREFIX=self.prefix,
+            DBEAT_E2E_QUEUE=self.queue,
+            DBEAT_E2E_SETTINGS=json.dumps({**self.settings, **overrides}),
+            DBEAT_E2E_SCHEDULES=json.dumps(self.schedules),
+        )
+        return env
+
+    def _spawn(self, name: str, role: str, args: list[str], overrides: dict[str, Any]) -> Proc:
+        starts = sum(1 for p in self.procs if p.name == name)
+        stem = f"{name}.{starts}" if starts else name
+        log_path = self.tmp_path / f"{stem}.log"
+        argv = [sys.executable, "-m", "celery", "-A", "tests.e2e.app", *args]
+        argv.append(f"--pidfile={self.tmp_path / (stem + '.pid')}")
+        with log_path.open("wb") as log:
+            popen = subprocess.Popen(
+                argv,
+                cwd=REPO_ROOT,
+                env=self._env(overrides),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        proc = Proc(name, role, popen, log_path, overrides, time.time())
+        self.procs.append(proc)
+        self.events.append(Event("start", name, proc.started_at))
+        return proc
+
+    def start_worker(self) -> Proc:
+        args = ["worker", "--pool=solo", "--loglevel=INFO", "--without-gossip",
+                "--without-mingle", "--without-heartbeat", f"--hostname={self.queue}@%h"]
+        return self._spawn("worker", "worker", args, {})
+
+    def start_beat(self, name: str, **settings: Any) -> Proc:
+        """A beat whose ``dbeat_instance_name`` is ``name``; ``settings`` override (no prefix)."""
+        overrides = {f"dbeat_{key}": value for key, value in settings.items()}
+        overrides["dbeat_instance_name"] = name
+        args = ["beat", "-S", "celery_dbeat.Scheduler", "--loglevel=INFO",
+                f"--schedule={self.tmp_path / (name + '.schedule')}"]
+        return self._spawn(name, "beat", args, overrides)
+
+    def beats(self) -> list[Proc]:
+        return [p for p in self.procs if p.role == "beat" and p.expect_alive]
+
+    # signals
+
+    def _signal(self, proc: Proc, sig: signal.Signals, what: str) -> float:
+        at = time.time()
+        os.kill(proc.pid, sig)
+        self.events.append(Event(what, proc.name, at))
+        return at
+
+    def kill(self, proc: Proc) -> float:
+        """SIGKILL: no clean-up at all. Returns the time of the kill."""
+        proc.expect_alive = False
+        at = self._signal(proc, signal.SIGKILL, "kill")
+        proc.popen.wait(10)
+        return at
+
+    def pause(self, proc: Proc) -> float:
+        proc.paused = True
+        return self._signal(proc, signal.SIGSTOP, "pause")
+
+    def resume(self, proc: Proc) -> float:
+        proc.paused = False
+        return self._signal(proc, signal.SIGCONT, "resume")
+
+    def stop(self, proc: Proc, timeout: float = 10) -> None:
+        """SIGTERM (a clean shutdown), then SIGKILL after ``timeout``."""
+        proc.expect_alive = False
+        if not proc.alive():
+            return
+        if proc.paused:
+            self.resume(proc)
+        self._signal(proc, signal.SIGTERM, "stop")
+        try:
+            proc.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._signal(proc, signal.SIGKILL, "kill")
+            proc.popen.wait(10)
+
+    def restart(self, proc: Proc, name: str | None = None) -> Proc:
+        """A new beat with ``proc``'s settings, named ``name`` (a new instance, as after a reboot)."""
+        if proc.alive():
+            self.kill(proc)
+        overrides = {k.removeprefix("dbeat_"): v for k, v in proc.overrides.items()}
+        overrides.pop("instance_name", None)
+        return self.start_beat(name or proc.name, **overrides)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.alive():
+                proc.expect_alive = False
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.popen.wait(10)
+        if self._engine is not None:
+            self._engine.dispose()
+        self.redis.close()
+
+    def log_tails(self, lines: int = 40) -> str:
+        parts = []
+        for proc in self.procs:
+            status = "running" if proc.alive() else f"exit {proc.popen.returncode}"
+            parts.append(f"----- {proc.log_path.name} (pid {proc.pid}, {status}) -----")
+            parts.append(proc.tail(lines))
+        return "\n".join(parts)
+
+    # waiting
+
+    def check_alive(self) -> None:
+        for proc in self.procs:
+            if proc.expect_alive and not proc.alive():
+                raise HarnessError(
+                    f"{proc.name} exited with {proc.popen.returncode}:\n{proc.tail()}"
+                )
+
+    def wait_until(
+        self, condition: Callable[[], T], *, timeout: float, what: str, interval: float = 0.1
+    ) -> T:
+        """Poll ``condition`` until truthy; fail after ``timeout`` s or if a process dies."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            result = condition()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise HarnessError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(interval)
+
+    def run_for(self, seconds: float) -> None:
+        """Let the processes work for ``seconds``, failing early if one dies."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.check_alive()
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def sleep_until_second(self, offset: float, modulo: int = 2) -> None:
+        """Sleep until ``offset`` s after the next wall-clock second divisible by ``modulo``."""
+        now = time.time()
+        target = (int(now) // modulo + 1) * modulo + offset
+        self.run_for(target - now)
+
+    def ready(self) -> list[dict[str, Any]]:
+        return [json.loads(raw) for raw in self.redis.lrange(READY_KEY, 0, -1)]
+
+    def wait_ready(self, procs: Iterable[Proc] | None = None, timeout: float = 60) -> float:
+        """Wait until ``procs`` (default: every live process) finished starting and every
+        schedule reached the worker once. Returns the time that happened."""
+        pids = {p.pid for p in (procs if procs is not None else self.procs) if p.expect_alive}
+        self.wait_until(lambda: pids <= {e["pid"] for e in self.ready()},
+                        timeout=timeout, what=f"processes {sorted(pids)} to start")
+        self.wait_until(lambda: set(self.schedules) <= {r.schedule for r in self.received()},
+                        timeout=timeout, what="a first message of every schedule")
+        return time.time()
+
+    # observations
+
+    def received(self) -> list[Receipt]:
+        return [Receipt.from_json(raw) for raw in self.redis.lrange(RECEIVED_KEY, 0, -1)]
+
+    def queue_depth(self) -> int:
+        return int(self.redis.llen(f"{self.prefix}{self.queue}"))
+
+    @property
+    def engine(self) -> sa.Engine:
+        if self._engine is None:
+            self._engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
+        return self._engine
+
+    def fires(self) -> list[FireRow]:
+        query = sa.text(
+            "SELECT s.name, f.slot, f.manual, f.status, f.task_id, f.beat, f.attempts"
+            " FROM dbeat_fires f JOIN dbeat_schedules s ON s.id = f.schedule_id"
+        )
+        with self.engine.connect() as conn:
+            return [FireRow.from_row(row) for row in conn.execute(query)]
+
+    def schedule_rows(self) -> list[dict[str, Any]]:
+        query = sa.text("SELECT name, next_run_at, last_slot, run_count, last_error"
+                        " FROM dbeat_schedules ORDER BY name")
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def drain(self, quiet: float = 1.5, timeout: float = 20) -> None:
+        """Wait until the queue is empty and the worker received nothing for ``quiet`` s."""
+        state = {"count": -1, "since": time.monotonic()}
+
+        def settled() -> bool:
+            count = len(self.received())
+            if count != state["count"] or self.queue_depth():
+                state.update(count=count, since=time.monotonic())
+                return False
+            return time.monotonic() - state["since"] >= quiet
+
+        self.wait_until(settled, timeout=timeout, what="the queue to drain", interval=0.2)
+
+    def finish(
+        self, window_start: float, *, margin: float = 3, excuses: Iterable[Event] = ()
+    ) -> Verdict:
+        """End the run: judge slots in ``[window_start, now - margin]``.
+
+        Waits (bounded) for every expected slot of the window to arrive, stops the beats with
+        SIGTERM, drains the queue, stops the worker, then judges everything received.
+        """
+        window = (window_start, time.time() - margin)
+        try:
+            self.wait_until(lambda: not self.judge(window, excuses).lost, timeout=20,
+                            what="every slot of the window", interval=0.5)
+        except HarnessError:
+            pass  # judged below, with the full list of what is missing
+        for proc in self.beats():
+            self.stop(proc)
+        self.drain()
+        for proc in self.procs:
+            if proc.role == "worker":
+                self.stop(proc)
+        verdict = self.judge(window, excuses)
+        print(verdict.summary())
+        return verdict
+
+    def judge(self, window: tuple[float, float], excuses: Iterable[Event] = ()) -> Verdict:
+        return judge(self.schedules, self.fires(), self.received(), window, excuses)
+
+
+# --- ground truth ----------------------------------------------------------------------------
+
+
+def parse_seconds_field(text: str) -> set[int]:
+    """Seconds of the minute matched by a cron seconds field (``*``, ``a``, ``a-b``, ``/n``, ``,``)."""
+    seconds: set[int] = set()
+    for part in text.split(","):
+        base, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if base == "*":
+            low, high = 0, 59
+        elif "-" in base:
+            low, high = (int(x) for x in base.split("-"))
+        else:
+            low = int(base)
+            high = 59 if step_text else low
+        seconds.update(range(low, high + 1, step))
+    return seconds
+
+
+def cron_slots(expr: str, start: float, end: float) -> list[float]:
+    """Slots of a seconds-only cron (``* * * * * S``, seconds last) in ``[start, end]``."""
+    fields = expr.split()
+    if len(fields) != 6 or fields[:5] != ["*"] * 5:
+        raise ValueError(f"ground truth only knows '* * * * * <seconds>', not {expr!r}")
+    matching = parse_seconds_field(fields[5])
+    first = int(start) + (start > int(start))
+    return [float(t) for t in range(first, int(end) + 1) if t % 60 in matching]
+
+
+def interval_slots(first: float, every_s: float, start: float, end: float) -> list[float]:
+    n = max(0, int((start - first) // every_s))
+    slots = []
+    while (t := first + n * every_s) <= end:
+        if t >= start:
+            slots.append(t)
+        n += 1
+    return slots
+
+
+def _epoch(value: Any) -> float:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return float(value.timestamp())
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    task_id: str
+    schedule: str
+    received_at: float
+    worker: str
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Receipt:
+        d = json.loads(raw)
+        return cls(d["task_id"], d["schedule"], d["received_at"], d["worker"])
+
+
+@dataclass(frozen=True)
+class FireRow:
+    schedule: str
+    slot: float
+    manual: bool
+    status: str
+    task_id: str | None
+    beat: str | None
+    attempts: int
+
+    @classmethod
+    def from_row(cls, row: Any) -> FireRow:
+        name, slot, manual, status, task_id, beat, attempts = row
+        return cls(name, _epoch(slot), bool(manual), status, task_id, beat, attempts or 0)
+
+    def describe(self) -> str:
+        return (f"{self.schedule}@{_iso(self.slot)} status={self.status} id={self.task_id}"
+                f" beat={self.beat} attempts={self.attempts}")
+
+
+@dataclass
+class Verdict:
+    window: tuple[float, float]
+    expected: int = 0
+    received: int = 0
+    duplicates: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    repeats: list[str] = field(default_factory=list)
+    excused: list[str] = field(default_factory=list)
+    wrong: list[str] = field(default_factory=list)
+    lags: dict[str, list[float]] = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        return [*self.duplicates, *self.lost, *self.repeats, *self.wrong]
+
+    def summary(self) -> str:
+        lines = [
+            f"window {_iso(self.window[0])}..{_iso(self.window[1])} UTC: {self.expected} slots"
+            f" expected, {self.received} messages received; duplicates {len(self.duplicates)},"
+            f" lost {len(self.lost)}, repeated ids {len(self.repeats)}"
+            f" (+{len(self.excused)} excused), other problems {len(self.wrong)}"
+        ]
+        for name, lags in sorted(self.lags.items()):
+            if lags:
+                lags = sorted(lags)
+                lines.append(f"  lag {name}: median {lags[len(lags) // 2]:.3f} s,"
+                             f" worst {lags[-1]:.3f} s over {len(lags)} messages")
+        lines += [f"  {p}" for p in [*self.problems(), *(f"excused: {e}" for e in self.excused)]]
+        return "\n".join(lines)
+
+
+def judge(
+    schedules: Mapping[str, dict[str, Any]],
+    fires: list[FireRow],
+    receipts: list[Receipt],
+    window: tuple[float, float],
+    excuses: Iterable[Event] = (),
+) -> Verdict:
+    """Exactly once: every expected slot of ``window`` received once, nothing received twice.
+
+    ``excuses`` are SIGKILLs: a task id received twice is excused only when its first copy
+    arrived within a second of such a kill and the second after it (the documented crash window:
+    published, killed before the fire was marked sent, republished by another beat).
+    """
+    verdict = Verdict(window, received=len(receipts))
+    start, end = window
+    by_id: dict[str, FireRow] = {}
+    slots_of: dict[str, list[FireRow]] = defaultdict(list)
+    for row in fires:
+        if row.manual:
+            verdict.wrong.append(f"unexpected manual fire {row.describe()}")
+            continue
+        if row.task_id in by_id:
+            verdict.wrong.append(f"task id shared by two fires: {row.describe()}")
+        if row.task_id:
+            by_id[row.task_id] = row
+        slots_of[row.schedule].append(row)
+        spec = schedules.get(row.schedule, {})
+        if "cron" in spec and not cron_slots(spec["cron"], row.slot, row.slot):
+            verdict.wrong.append(f"fire at a slot the cron does not have: {row.describe()}")
+        if start <= row.slot <= end and row.status != "sent":
+            verdict.wrong.append(f"fire in the window not sent: {row.describe()}")
+
+    copies: dict[str, list[Receipt]] = defaultdict(list)
+    for receipt in receipts:
+        copies[receipt.task_id].append(receipt)
+    ids_per_slot: dict[tuple[str, float], set[str]] = defaultdict(set)
+    for task_id, got in copies.items():
+        row = by_id.get(task_id)
+        if row is None:
+            # Most likely a second publish of some slot under an id the store does not know.
+            verdict.duplicates.append(f"received {got[0].schedule} id {task_id}, no fire has it")
+            continue
+        if got[0].schedule != row.schedule:
+            verdict.wrong.append(f"id {task_id} received for {got[0].schedule}: {row.describe()}")
+        ids_per_slot[(row.schedule, row.slot)].add(task_id)
+        first = min(r.received_at for r in got)
+        verdict.lags.setdefault(row.schedule, []).append(first - row.slot)
+        if first < row.slot - 0.05:
+            verdict.wrong.append(f"ran {row.slot - first:.3f} s before its slot: {row.describe()}")
+        if len(got) > 1:
+            times = sorted(r.received_at for r in got)
+            text = (f"id received {len(got)} times at {', '.join(map(_iso, times))}:"
+                    f" {row.describe()}")
+            if len(got) == 2 and any(
+                e.what == "kill" and e.at - 2 <= times[0] <= e.at + 1 and times[1] > e.at
+                for e in excuses
+            ):
+                verdict.excused.append(text)
+            else:
+                verdict.repeats.append(text)
+    for (name, slot), ids in ids_per_slot.items():
+        if len(ids) > 1:
+            verdict.duplicates.append(f"{name}@{_iso(slot)} received under ids {sorted(ids)}")
+    for row in fires:
+        if row.status == "sent" and row.task_id not in copies:
+            verdict.lost.append(f"marked sent but never received: {row.describe()}")
+
+    got_slots: dict[str, list[float]] = defaultdict(list)
+    for name, slot in ids_per_slot:
+        got_slots[name].append(slot)
+    for name, spec in schedules.items():
+        recorded = sorted(r.slot for r in slots_of[name])
+        if "cron" in spec:
+            expected = cron_slots(spec["cron"], start, end)
+        elif not recorded:
+            verdict.lost.append(f"{name}: no fire recorded at all")
+            continue
+        else:
+            step = float(spec["every"])
+            expected = interval_slots(recorded[0], step, start, end)
+            for slot in recorded:
+                if abs((slot - recorded[0]) / step - round((slot - recorded[0]) / step)) > 1e-3:
+                    verdict.wrong.append(f"{name}: slot {_iso(slot)} is off the interval grid")
+        verdict.expected += len(expected)
+        for slot in expected:
+            if not any(abs(slot - s) < 1e-3 for s in got_slots[name]):
+                rows = [r.describe() for r in slots_of[name] if abs(r.slot - slot) < 1e-3]
+                verdict.lost.append(f"{name}@{_iso(slot)} never received"
+                                    f" ({'; '.join(rows) or 'no fire row'})")
+    return verdict

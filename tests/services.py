@@ -1,0 +1,79 @@
+"""Real services for tests: URLs from the environment, one private database or key prefix each.
+
+A service that cannot be reached skips the test on a laptop and fails it when ``CI`` is set, so
+CI can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+import pytest
+import sqlalchemy as sa
+
+POSTGRES_URL = os.environ.get("DBEAT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+MYSQL_URL = os.environ.get("DBEAT_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("DBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+AMQP_URL = os.environ.get("DBEAT_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
+
+DATABASES = ("sqlite", "postgresql", "mysql")
+
+
+def unavailable(what: str, url: str, reason: object) -> None:
+    message = f"{what} unavailable at {url}: {reason}"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI is set, so service-backed tests must not skip)")
+    pytest.skip(message)
+
+
+def reachable(url: str, default_port: int) -> bool:
+    parts = urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), 2):
+            return True
+    except OSError:
+        return False
+
+
+def redis_url_or_skip() -> str:
+    if not reachable(REDIS_URL, 6379):
+        unavailable("Redis", REDIS_URL, "connection refused")
+    return REDIS_URL
+
+
+def unique_name(prefix: str = "dbeat_t") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@contextmanager
+def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh, empty database of ``kind``; dropped afterwards. Yields its URL."""
+    if kind == "sqlite":
+        path = tmp_path_factory.mktemp("sqlite") / "schedules.sqlite3"
+        yield f"sqlite:///{path}"
+        return
+    admin_url = POSTGRES_URL if kind == "postgresql" else MYSQL_URL
+    try:
+        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except Exception as exc:  # noqa: BLE001 - any driver error means "not reachable"
+        unavailable(kind, admin_url, exc)
+    name = unique_name()
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    url = sa.make_url(admin_url).set(database=name)
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            if kind == "postgresql":
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            else:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
+        admin.dispose()
