@@ -23,10 +23,21 @@ __all__ = ["definitions_from_app", "spec_from_celery"]
 #: Keys an entry may have: Celery's own, plus celery-dbeat's per-schedule settings.
 ENTRY_KEYS = frozenset(
     {
-        "task", "schedule", "args", "kwargs", "options", "relative", "enabled", "start_at",
-        "end_at", "max_runs", "misfire_policy", "misfire_grace", "catchup_limit",
+        "task",
+        "schedule",
+        "args",
+        "kwargs",
+        "options",
+        "relative",
+        "enabled",
+        "start_at",
+        "end_at",
+        "max_runs",
+        "misfire_policy",
+        "misfire_grace",
+        "catchup_limit",
     }
-)  # fmt: skip
+)
 
 
 def _zone_name(app: Celery) -> str:
@@ -46,22 +57,23 @@ def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
     """The stored spec equivalent of a Celery schedule object (or our own spec)."""
     if isinstance(value, (Cron, Every, Once)):
         return value
+    source: Any = value  # Celery's schedule classes are not fully typed
     if isinstance(value, crontab):
         expr = " ".join(
             _cron_field(part)
             for part in (
-                value._orig_minute,
-                value._orig_hour,
-                value._orig_day_of_month,
-                value._orig_month_of_year,
-                value._orig_day_of_week,
+                source._orig_minute,
+                source._orig_hour,
+                source._orig_day_of_month,
+                source._orig_month_of_year,
+                source._orig_day_of_week,
             )
         )
         return Cron(expr, timezone=_zone_name(app))
     if isinstance(value, solar):
         raise ValueError("solar schedules are not supported yet")
     if isinstance(value, schedule):
-        return Every(value.run_every.total_seconds())
+        return Every(source.run_every.total_seconds())
     if isinstance(value, timedelta):
         return Every(value.total_seconds())
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -102,7 +102,8 @@ class Settings:
             raise ConfigurationError(
                 "dbeat_lock_ttl",
                 settings.lock_ttl.total_seconds(),
-                f"must be longer than dbeat_max_interval ({settings.max_interval.total_seconds():g} s)",
+                "must be longer than dbeat_max_interval "
+                f"({settings.max_interval.total_seconds():g} s)",
             )
         return settings
 
@@ -156,10 +157,25 @@ def _validate(name: str, value: Any) -> Any:
         return _duration(key, value)
     if name in ("catchup_limit", "batch_size"):
         if isinstance(value, bool) or not isinstance(value, int) or value < (name == "batch_size"):
-            raise ConfigurationError(key, value, "must be a whole number >= 1" if name == "batch_size" else "must be a whole number >= 0")
+            raise ConfigurationError(
+                key,
+                value,
+                "must be a whole number >= 1"
+                if name == "batch_size"
+                else "must be a whole number >= 0",
+            )
         return value
     if name in ("auto_migrate", "sync_beat_schedule"):
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        if isinstance(value, str) and value.lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
             return value.lower() in ("1", "true", "yes", "on")
         if not isinstance(value, bool):
             raise ConfigurationError(key, value, "must be true or false")

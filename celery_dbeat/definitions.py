@@ -21,11 +21,28 @@ from .validation import dump_json, parse_args, parse_kwargs, parse_options
 __all__ = ["PAYLOAD_COLUMNS", "TIMING_COLUMNS", "Definition"]
 
 #: Columns whose change moves ``next_run_at`` (recomputed from the edit time).
-TIMING_COLUMNS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold",
-                  "start_at", "end_at")  # fmt: skip
+TIMING_COLUMNS = (
+    "kind",
+    "cron",
+    "timezone",
+    "every",
+    "run_at",
+    "dst_gap",
+    "dst_fold",
+    "start_at",
+    "end_at",
+)
 #: Columns whose change keeps ``next_run_at``.
-PAYLOAD_COLUMNS = ("task", "args", "kwargs", "options", "max_runs", "misfire_policy",
-                   "misfire_grace", "catchup_limit")  # fmt: skip
+PAYLOAD_COLUMNS = (
+    "task",
+    "args",
+    "kwargs",
+    "options",
+    "max_runs",
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+)
 
 # Any aware instant will do to validate an interval before its real anchor is known.
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -97,7 +114,9 @@ class Definition:
         ):
             raise ValidationError("max_runs", max_runs, "must be a whole number >= 1")
         if catchup_limit is not None and (
-            isinstance(catchup_limit, bool) or not isinstance(catchup_limit, int) or catchup_limit < 0
+            isinstance(catchup_limit, bool)
+            or not isinstance(catchup_limit, int)
+            or catchup_limit < 0
         ):
             raise ValidationError("catchup_limit", catchup_limit, "must be a whole number >= 0")
         policy = None
@@ -106,7 +125,9 @@ class Definition:
                 policy = MisfirePolicy(misfire_policy).value
             except ValueError:
                 choices = ", ".join(p.value for p in MisfirePolicy)
-                raise ValidationError("misfire_policy", misfire_policy, f"must be one of {choices}") from None
+                raise ValidationError(
+                    "misfire_policy", misfire_policy, f"must be one of {choices}"
+                ) from None
         grace = None
         if misfire_grace is not None:
             try:

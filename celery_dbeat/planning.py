@@ -51,7 +51,9 @@ def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
             policy = MisfirePolicy(row.misfire_policy)
         except ValueError:
             choices = ", ".join(p.value for p in MisfirePolicy)
-            raise ValidationError("misfire_policy", row.misfire_policy, f"must be one of {choices}") from None
+            raise ValidationError(
+                "misfire_policy", row.misfire_policy, f"must be one of {choices}"
+            ) from None
     grace = defaults.grace
     if row.misfire_grace is not None:
         if row.misfire_grace <= 0:

@@ -1,12 +1,14 @@
 """The Celery adapter: ``celery -A proj beat -S celery_dbeat.Scheduler``.
 
 Thin on purpose: it reads settings, opens the store and the lock in ``setup_schedule``, syncs
-``beat_schedule`` into the database, and delegates every tick to :class:`~celery_dbeat.ticker.Ticker`.
+``beat_schedule`` into the database, and delegates every tick to
+:class:`~celery_dbeat.ticker.Ticker`.
 Constructed with ``lazy=True`` (as ``celery beat`` does for its banner) it does no I/O.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,7 +36,7 @@ _PUBLISH_CONNECT_RETRIES = 2
 class Scheduler(celery_beat.Scheduler):
     """A Celery beat scheduler whose schedules live in a SQL database (see the README)."""
 
-    def __init__(self, app: Celery, *args: Any, lazy: bool = False, **kwargs: Any) -> None:
+    def __init__(self, app: Celery, lazy: bool = False, **kwargs: Any) -> None:
         self.dbeat = Settings.from_app(app)
         self.clock = SystemClock(self.dbeat.clock_offset)
         self.store: Store | None = None
@@ -42,7 +44,7 @@ class Scheduler(celery_beat.Scheduler):
         self._ticker: Ticker | None = None
         if not kwargs.get("max_interval"):
             kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
-        super().__init__(app, *args, lazy=lazy, **kwargs)
+        super().__init__(app, lazy=lazy, **kwargs)
 
     # Celery's Scheduler contract ------------------------------------------------------------
 
@@ -57,8 +59,9 @@ class Scheduler(celery_beat.Scheduler):
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
             logger.error(
                 "dbeat: schedule database %s unreachable at start-up, retrying: %s",
-                mask_url(self.dbeat.database_url), exc,
-            )  # fmt: skip
+                mask_url(self.dbeat.database_url),
+                exc,
+            )
             self._prepared = False
         else:
             self._prepared = True
@@ -73,9 +76,11 @@ class Scheduler(celery_beat.Scheduler):
             report = sync_config(self.store, definitions_from_app(self.app), self.clock.now())
             logger.info(
                 "dbeat: beat_schedule synced: %d created, %d updated, %d unchanged, %d disabled",
-                len(report.created), len(report.updated), len(report.unchanged),
+                len(report.created),
+                len(report.updated),
+                len(report.unchanged),
                 len(report.disabled),
-            )  # fmt: skip
+            )
             for name in report.conflicts:
                 logger.warning(
                     "dbeat: beat_schedule entry %r left alone: a schedule with that name was "
@@ -89,7 +94,7 @@ class Scheduler(celery_beat.Scheduler):
             try:
                 self._prepare_database()
             except (sa.exc.DBAPIError, sa.exc.TimeoutError):
-                return min(5.0, self.max_interval)
+                return min(5.0, float(self.max_interval or 5.0))
             self._prepared = True
         return self._ticker.tick()
 
@@ -144,14 +149,23 @@ class Scheduler(celery_beat.Scheduler):
             task = self.app.tasks.get(request.task)
             if task is not None:
                 task.apply_async(
-                    args, kwargs, task_id=request.task_id, producer=self.producer,
-                    headers=headers, **options,
-                )  # fmt: skip
+                    tuple(args),
+                    kwargs,
+                    task_id=request.task_id,
+                    producer=self.producer,
+                    headers=headers,
+                    **options,
+                )
             else:
                 self.app.send_task(
-                    request.task, args, kwargs, task_id=request.task_id, producer=self.producer,
-                    headers=headers, **options,
-                )  # fmt: skip
+                    request.task,
+                    args,
+                    kwargs,
+                    task_id=request.task_id,
+                    producer=self.producer,
+                    headers=headers,
+                    **options,
+                )
         except Exception:
             self._drop_connection()
             raise
@@ -160,7 +174,5 @@ class Scheduler(celery_beat.Scheduler):
         self.__dict__.pop("producer", None)
         connection = self.__dict__.pop("connection", None)
         if connection is not None:
-            try:
+            with contextlib.suppress(Exception):  # it is already broken
                 connection.release()
-            except Exception:  # noqa: BLE001 - it is already broken
-                pass

@@ -162,7 +162,7 @@ class Ticker:
                 continue
             try:
                 self.publish(request, args, kwargs, options)
-            except Exception as exc:  # noqa: BLE001 - any broker error is retried later
+            except Exception as exc:
                 now = self.clock.now()
                 self._publish_failed(
                     request, exc, give_up=now - request.slot > self.settings.publish_retry_window
@@ -184,18 +184,28 @@ class Ticker:
         if give_up:
             logger.error(
                 "dbeat: giving up on %s slot=%s task_id=%s after %d attempt(s): %s",
-                request.schedule_name, request.slot.isoformat(), request.task_id, attempts, exc,
-            )  # fmt: skip
+                request.schedule_name,
+                request.slot.isoformat(),
+                request.task_id,
+                attempts,
+                exc,
+            )
         else:
             logger.warning(
                 "dbeat: could not publish %s slot=%s task_id=%s (attempt %d, retry in %ds): %s",
-                request.schedule_name, request.slot.isoformat(), request.task_id, attempts,
-                retry_in.total_seconds(), exc,
-            )  # fmt: skip
+                request.schedule_name,
+                request.slot.isoformat(),
+                request.task_id,
+                attempts,
+                retry_in.total_seconds(),
+                exc,
+            )
         self.store.mark_publish_failed(
-            request.task_id, f"{type(exc).__name__}: {exc}", self.clock.now() + retry_in,
+            request.task_id,
+            f"{type(exc).__name__}: {exc}",
+            self.clock.now() + retry_in,
             give_up=give_up,
-        )  # fmt: skip
+        )
 
     # Logging and outages --------------------------------------------------------------------
 
@@ -212,9 +222,12 @@ class Ticker:
                 if fire.status.value in ("skipped", "dropped"):
                     logger.info(
                         "dbeat: %s %d missed slot(s) of %s from %s to %s",
-                        fire.status.value, fire.slot_count, name,
-                        (fire.first_slot or fire.slot).isoformat(), fire.slot.isoformat(),
-                    )  # fmt: skip
+                        fire.status.value,
+                        fire.slot_count,
+                        name,
+                        (fire.first_slot or fire.slot).isoformat(),
+                        fire.slot.isoformat(),
+                    )
             if t.finished:
                 logger.info("dbeat: schedule %s finished (no further slot)", name)
 
@@ -246,4 +259,3 @@ def _key(t: Transition) -> FireKey:
 def _short(exc: Exception) -> str:
     text = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-

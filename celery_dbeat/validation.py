@@ -17,10 +17,21 @@ __all__ = ["ALLOWED_OPTIONS", "dump_json", "parse_args", "parse_kwargs", "parse_
 #: ``eta`` would be a second scheduler; both are refused.
 ALLOWED_OPTIONS = frozenset(
     {
-        "queue", "exchange", "routing_key", "priority", "expires", "headers", "countdown",
-        "time_limit", "soft_time_limit", "serializer", "compression", "ignore_result", "shadow",
+        "queue",
+        "exchange",
+        "routing_key",
+        "priority",
+        "expires",
+        "headers",
+        "countdown",
+        "time_limit",
+        "soft_time_limit",
+        "serializer",
+        "compression",
+        "ignore_result",
+        "shadow",
     }
-)  # fmt: skip
+)
 
 
 def _load(field: str, value: Any) -> Any:
@@ -75,7 +86,9 @@ def parse_options(value: Any) -> dict[str, Any]:
         raise ValidationError("options.priority", priority, "must be a whole number 0..255")
     for key in ("expires", "countdown", "time_limit", "soft_time_limit"):
         number = data.get(key)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0):
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0
+        ):
             raise ValidationError(f"options.{key}", number, "must be a number of seconds >= 0")
     headers = data.get("headers")
     if headers is not None and not isinstance(headers, dict):

@@ -9,7 +9,9 @@ from tests.services import DATABASES, private_database, redis_url_or_skip, uniqu
 
 
 @pytest.fixture(params=DATABASES)
-def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def database_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """An empty private database on each backend (SQLite file, PostgreSQL, MariaDB)."""
     with private_database(request.param, tmp_path_factory) as url:
         yield url

@@ -16,7 +16,9 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-POSTGRES_URL = os.environ.get("DBEAT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = os.environ.get(
+    "DBEAT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
 MYSQL_URL = os.environ.get("DBEAT_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("DBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 AMQP_URL = os.environ.get("DBEAT_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
@@ -34,7 +36,9 @@ def unavailable(what: str, url: str, reason: object) -> None:
 def reachable(url: str, default_port: int) -> bool:
     parts = urlsplit(url)
     try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), 2):
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or default_port), 2
+        ):
             return True
     except OSError:
         return False
@@ -62,7 +66,7 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
-    except Exception as exc:  # noqa: BLE001 - any driver error means "not reachable"
+    except Exception as exc:
         unavailable(kind, admin_url, exc)
     name = unique_name()
     with admin.connect() as conn:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
 from celery.utils.log import get_logger
 
@@ -38,16 +39,20 @@ _MAX_BACKOFF = 30.0
 
 
 class RedisLock:
-    def __init__(self, client: redis.Redis | str, *, prefix: str = "dbeat:", owner: str) -> None:
+    def __init__(
+        self, client: redis.Redis[Any] | str, *, prefix: str = "dbeat:", owner: str
+    ) -> None:
         if isinstance(client, str):
             self._url = client
-            self.client: redis.Redis = redis.Redis.from_url(
+            self.client: redis.Redis[Any] = redis.Redis.from_url(
                 client, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
             )
             self._owns_client = True
         else:
             kwargs = client.connection_pool.connection_kwargs
-            self._url = f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+            self._url = (
+                f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
+            )
             self.client, self._owns_client = client, False
         self.prefix = prefix
         self.owner = owner
@@ -80,7 +85,7 @@ class RedisLock:
             self._outage(exc)
             return set(keys)
         self._recovered()
-        return {key for key, won in zip(keys, answers) if won}
+        return {key for key, won in zip(keys, answers, strict=True) if won}
 
     def release(self, keys: Iterable[FireKey]) -> None:
         keys = list(keys)

@@ -92,7 +92,7 @@ def _known(revision: str) -> bool:
     script = ScriptDirectory.from_config(_config())
     try:
         return script.get_revision(revision) is not None
-    except Exception:  # noqa: BLE001 - alembic raises several kinds for an unknown id
+    except Exception:
         return False
 
 
@@ -141,17 +141,16 @@ def migrate(engine: Engine, revision: str = "head") -> str:
 
     Refuses a database whose schema is newer than this version of celery-dbeat.
     """
-    with engine.begin() as connection:
-        with _migration_lock(connection):
-            current = _current(connection)
-            if current is not None and not _known(current):
-                raise SchemaVersionError(
-                    f"the database schema is at revision {current!r}, which this celery-dbeat "
-                    "does not know (it was written by a newer version); upgrade celery-dbeat"
-                )
-            if revision == "head" and current == _head():
-                return current
-            command.upgrade(_config(connection), revision)
-            new = _current(connection)
+    with engine.begin() as connection, _migration_lock(connection):
+        current = _current(connection)
+        if current is not None and not _known(current):
+            raise SchemaVersionError(
+                f"the database schema is at revision {current!r}, which this celery-dbeat "
+                "does not know (it was written by a newer version); upgrade celery-dbeat"
+            )
+        if revision == "head" and current == _head():
+            return current
+        command.upgrade(_config(connection), revision)
+        new = _current(connection)
     assert new is not None
     return new

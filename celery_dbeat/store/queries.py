@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
@@ -37,19 +37,40 @@ __all__ = [
     "sync_config",
 ]
 
-S = Schedule.__table__
-F = Fire.__table__
+S = cast(sa.Table, Schedule.__table__)
+F = cast(sa.Table, Fire.__table__)
 
 #: Columns beat needs to plan a schedule's fires.
 _PLAN_COLUMNS = [
     S.c[name]
     for name in (
-        "id", "name", "task", "args", "kwargs", "options", "kind", "cron", "timezone", "every",
-        "run_at", "anchor_at", "dst_gap", "dst_fold", "start_at", "end_at", "max_runs",
-        "run_count", "misfire_policy", "misfire_grace", "catchup_limit", "next_run_at",
-        "last_slot", "version", "created_at",
+        "id",
+        "name",
+        "task",
+        "args",
+        "kwargs",
+        "options",
+        "kind",
+        "cron",
+        "timezone",
+        "every",
+        "run_at",
+        "anchor_at",
+        "dst_gap",
+        "dst_fold",
+        "start_at",
+        "end_at",
+        "max_runs",
+        "run_count",
+        "misfire_policy",
+        "misfire_grace",
+        "catchup_limit",
+        "next_run_at",
+        "last_slot",
+        "version",
+        "created_at",
     )
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)
@@ -127,19 +148,27 @@ class PublishRequest:
 class DueBatch:
     """Due schedules claimed in one open transaction (see the module docstring)."""
 
-    def __init__(self, connection: Connection, schedules: list[ScheduleRow], beat: str, now: datetime):
+    def __init__(
+        self, connection: Connection, schedules: list[ScheduleRow], beat: str, now: datetime
+    ):
         self._conn = connection
         self.schedules = schedules
         self._beat = beat
         self._now = now
 
-    def record(self, transitions: Sequence[Transition], lease_until: datetime) -> list[PublishRequest]:
+    def record(
+        self, transitions: Sequence[Transition], lease_until: datetime
+    ) -> list[PublishRequest]:
         """Apply ``transitions``; return the PENDING fires now recorded, to be published."""
         conn, now = self._conn, self._now
         applied: list[Transition] = []
         for t in transitions:
             row = t.schedule
-            old = S.c.next_run_at.is_(None) if row.next_run_at is None else S.c.next_run_at == row.next_run_at
+            old = (
+                S.c.next_run_at.is_(None)
+                if row.next_run_at is None
+                else S.c.next_run_at == row.next_run_at
+            )
             values: dict[str, Any] = {"next_run_at": t.next_run_at, "last_error": t.error}
             if t.last_slot is not None:
                 values["last_slot"] = t.last_slot
@@ -148,7 +177,9 @@ class DueBatch:
             if t.finished:
                 values.update(finished_at=now, enabled=False)
             result = conn.execute(
-                sa.update(S).where(S.c.id == row.id, S.c.version == row.version, old).values(**values)
+                sa.update(S)
+                .where(S.c.id == row.id, S.c.version == row.version, old)
+                .values(**values)
             )
             if result.rowcount == 1:
                 applied.append(t)
@@ -194,7 +225,13 @@ class DueBatch:
                     assert f.task_id is not None
                     published.append(
                         PublishRequest(
-                            f.task_id, row.id, row.name, f.slot, row.task, row.args, row.kwargs,
+                            f.task_id,
+                            row.id,
+                            row.name,
+                            f.slot,
+                            row.task,
+                            row.args,
+                            row.kwargs,
                             row.options,
                         )
                     )
@@ -255,7 +292,9 @@ class Store:
                 fresh = fresh.with_for_update(skip_locked=True)
             rows = [ScheduleRow.from_row(r) for r in conn.execute(due)]
             if len(rows) < limit:
-                rows += [ScheduleRow.from_row(r) for r in conn.execute(fresh.limit(limit - len(rows)))]
+                rows += [
+                    ScheduleRow.from_row(r) for r in conn.execute(fresh.limit(limit - len(rows)))
+                ]
             yield DueBatch(conn, rows, beat, now)
 
     # Publishing bookkeeping ----------------------------------------------------------------
@@ -287,8 +326,19 @@ class Store:
         self, now: datetime, lease_until: datetime, limit: int
     ) -> list[PublishRequest]:
         """Take over recorded fires whose recording beat did not publish them in time."""
-        columns = [F.c.id, F.c.task_id, F.c.schedule_id, F.c.slot, F.c.attempts, F.c.lease_until,
-                   S.c.name, S.c.task, S.c.args, S.c.kwargs, S.c.options]  # fmt: skip
+        columns = [
+            F.c.id,
+            F.c.task_id,
+            F.c.schedule_id,
+            F.c.slot,
+            F.c.attempts,
+            F.c.lease_until,
+            S.c.name,
+            S.c.task,
+            S.c.args,
+            S.c.kwargs,
+            S.c.options,
+        ]
         query = (
             sa.select(*columns)
             .join(S, S.c.id == F.c.schedule_id)
@@ -303,15 +353,27 @@ class Store:
             for r in conn.execute(query).all():
                 result = conn.execute(
                     sa.update(F)
-                    .where(F.c.id == r.id, F.c.status == FireStatus.PENDING.value,
-                           F.c.lease_until == r.lease_until)
+                    .where(
+                        F.c.id == r.id,
+                        F.c.status == FireStatus.PENDING.value,
+                        F.c.lease_until == r.lease_until,
+                    )
                     .values(lease_until=lease_until)
-                )  # fmt: skip
+                )
                 if result.rowcount == 1:
                     claimed.append(
-                        PublishRequest(r.task_id, r.schedule_id, r.name, r.slot, r.task, r.args,
-                                       r.kwargs, r.options, r.attempts)
-                    )  # fmt: skip
+                        PublishRequest(
+                            r.task_id,
+                            r.schedule_id,
+                            r.name,
+                            r.slot,
+                            r.task,
+                            r.args,
+                            r.kwargs,
+                            r.options,
+                            r.attempts,
+                        )
+                    )
         return claimed
 
 
@@ -399,9 +461,15 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
         report.updated.append(d.name)
     if inserts:
         conn.execute(sa.insert(S), inserts)
-    gone = conn.execute(
-        sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true())
-    ).scalars().all()
+    gone = (
+        conn.execute(
+            sa.select(S.c.name).where(
+                S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true()
+            )
+        )
+        .scalars()
+        .all()
+    )
     if gone:
         conn.execute(
             sa.update(S)

@@ -80,7 +80,9 @@ class Timing:
 def require_aware(field: str, value: datetime | None) -> datetime | None:
     """Reject naive datetimes: every instant celery-dbeat handles carries its offset."""
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
-        raise ValidationError(field, value, "needs a time zone offset (naive datetimes are refused)")
+        raise ValidationError(
+            field, value, "needs a time zone offset (naive datetimes are refused)"
+        )
     return value
 
 

@@ -66,7 +66,9 @@ class DstFold(str, enum.Enum):
 
 def load_zone(name: str, field_name: str = "timezone") -> ZoneInfo:
     if not isinstance(name, str) or not name:
-        raise ValidationError(field_name, name, "must be an IANA time zone name such as 'Europe/Paris'")
+        raise ValidationError(
+            field_name, name, "must be an IANA time zone name such as 'Europe/Paris'"
+        )
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
@@ -160,7 +162,9 @@ class CronSpec:
 
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         after = after.astimezone(UTC)
-        local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self._lookback(after)
+        local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self._lookback(
+            after
+        )
         walker = croniter(" ".join(self.fields), local_start)
         pending: list[datetime] = []
         last: datetime | None = None

@@ -34,7 +34,9 @@ class IntervalSpec:
             raise ValidationError("every", every, "must be a number of seconds or a timedelta")
         delta = every if isinstance(every, timedelta) else timedelta(seconds=every)
         if delta < MIN_EVERY:
-            raise ValidationError("every", every, f"must be at least {MIN_EVERY.total_seconds():g} s")
+            raise ValidationError(
+                "every", every, f"must be at least {MIN_EVERY.total_seconds():g} s"
+            )
         return cls(delta, anchor.astimezone(timezone.utc))
 
     def slots_after(self, after: datetime) -> Iterator[datetime]:

@@ -34,10 +34,17 @@ QUEUE = os.environ.get("DBEAT_E2E_QUEUE", "dbeat-e2e")
 SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}"))
 SCHEDULES: dict[str, dict[str, Any]] = json.loads(os.environ.get("DBEAT_E2E_SCHEDULES", "{}"))
 
-#: One JSON object per message the worker executed (see ``record``).
-RECEIVED_KEY = f"{PREFIX}e2e:received"
-#: One JSON object per process that finished starting (worker ready, beat scheduler set up).
-READY_KEY = f"{PREFIX}e2e:ready"
+
+
+def received_key(prefix: str) -> str:
+    """Redis list of one JSON object per message the worker executed (see ``record``)."""
+    return f"{prefix}e2e:received"
+
+
+def ready_key(prefix: str) -> str:
+    """Redis list of one JSON object per process that finished starting."""
+    return f"{prefix}e2e:ready"
+
 TASK_NAME = "e2e.record"
 
 
@@ -89,7 +96,7 @@ def _announce(role: str) -> None:
         "instance": SETTINGS.get("dbeat_instance_name"),
         "at": time.time(),
     }
-    _redis().rpush(READY_KEY, json.dumps(entry))
+    _redis().rpush(ready_key(PREFIX), json.dumps(entry))
 
 
 @signals.worker_ready.connect
@@ -119,4 +126,4 @@ def record(self: Any, schedule_name: str) -> None:
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "extra": extra,
     }
-    _redis().rpush(RECEIVED_KEY, json.dumps(entry, default=str))
+    _redis().rpush(received_key(PREFIX), json.dumps(entry, default=str))

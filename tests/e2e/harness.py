@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import redis
 import sqlalchemy as sa
 
-from tests.e2e.app import READY_KEY, RECEIVED_KEY
+from tests.e2e.app import ready_key, received_key
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -269,7 +269,7 @@ class Harness:
         self.run_for(target - now)
 
     def ready(self) -> list[dict[str, Any]]:
-        return [json.loads(raw) for raw in self.redis.lrange(READY_KEY, 0, -1)]
+        return [json.loads(raw) for raw in self.redis.lrange(ready_key(self.prefix), 0, -1)]
 
     def wait_ready(self, procs: Iterable[Proc] | None = None, timeout: float = 60) -> float:
         """Wait until ``procs`` (default: every live process) finished starting and every
@@ -284,7 +284,7 @@ class Harness:
     # observations
 
     def received(self) -> list[Receipt]:
-        return [Receipt.from_json(raw) for raw in self.redis.lrange(RECEIVED_KEY, 0, -1)]
+        return [Receipt.from_json(raw) for raw in self.redis.lrange(received_key(self.prefix), 0, -1)]
 
     def queue_depth(self) -> int:
         return int(self.redis.llen(f"{self.prefix}{self.queue}"))

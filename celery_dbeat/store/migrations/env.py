@@ -13,8 +13,9 @@ from celery_dbeat.store.models import Base
 connection = context.config.attributes.get("connection")
 if connection is None:
     url = context.config.get_main_option("sqlalchemy.url")
-    context.configure(url=url, target_metadata=Base.metadata, version_table=VERSION_TABLE,
-                      literal_binds=True)
+    context.configure(
+        url=url, target_metadata=Base.metadata, version_table=VERSION_TABLE, literal_binds=True
+    )
     with context.begin_transaction():
         context.run_migrations()
 else:
