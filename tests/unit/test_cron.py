@@ -721,6 +721,35 @@ def test_unusual_but_valid_cron_expressions_are_accepted(expr: str) -> None:
     assert CronSpec.parse(expr, "UTC").first_slot_after(utc("2024-01-01T00:00Z")) is not None
 
 
+@pytest.mark.xfail(
+    reason="BUG: croniter 6.2.4 expands a single-value range 'N-N' to '*', so '5-5 0 * * *' "
+    "fires every minute of hour 0 instead of once at 00:05",
+    strict=True,
+)
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        pytest.param(
+            "5-5 0 * * *",
+            ["2024-01-01T00:05Z", "2024-01-02T00:05Z"],
+            id="minute-range-5-5-is-minute-5",
+        ),
+        pytest.param(
+            "0 0 * * 2-2",
+            ["2024-01-02T00:00Z", "2024-01-09T00:00Z"],
+            id="weekday-range-2-2-is-tuesday",
+        ),
+        pytest.param(
+            "0 0 5-5 * *",
+            ["2024-01-05T00:00Z", "2024-02-05T00:00Z"],
+            id="day-range-5-5-is-the-fifth",
+        ),
+    ],
+)
+def test_a_single_value_range_matches_only_that_value(expr: str, expected: list[str]) -> None:
+    assert first(CronSpec.parse(expr, "UTC"), "2024-01-01T00:00Z", 2) == utcs(*expected)
+
+
 # Against an independent implementation -------------------------------------------------------
 
 # (zone, earliest start, latest start): the five slots drawn stay at least five weeks clear of any
