@@ -76,15 +76,13 @@ class Settings:
 
     @classmethod
     def from_app(cls, app: Any) -> Settings:
-        conf = app.conf
-        namespace = getattr(conf, "namespace", None) or ""
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = f"dbeat_{f.name}"
-            for candidate in (key, f"{namespace}_{key}".upper() if namespace else None):
-                if candidate is not None and conf.get(candidate) is not None:
-                    values[f.name] = conf.get(candidate)
-                    break
+        # Celery's settings object resolves ``dbeat_x`` to ``CELERY_DBEAT_X`` by itself when the
+        # app was configured with a namespace.
+        values = {
+            f.name: app.conf.get(f"dbeat_{f.name}")
+            for f in fields(cls)
+            if app.conf.get(f"dbeat_{f.name}") is not None
+        }
         return cls.from_mapping(values)
 
     @classmethod
