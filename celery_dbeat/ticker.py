@@ -76,6 +76,10 @@ class Ticker:
             busy = self.fire_due()
             earliest, needs_compute = self.store.peek()
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+            if _is_conflict(exc):
+                # Another beat or an edit won a row lock; nothing is wrong, look again shortly.
+                logger.debug("dbeat: transaction conflict, retrying: %s", _short(exc))
+                return _BUSY_RETRY
             return self._database_outage(exc)
         self._database_recovered()
         if needs_compute:
@@ -254,6 +258,19 @@ class Ticker:
 def _key(t: Transition) -> FireKey:
     assert t.schedule.next_run_at is not None
     return FireKey(t.schedule.id, t.schedule.next_run_at)
+
+
+#: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).
+_CONFLICT_SQLSTATES = {"40001", "40P01"}
+_CONFLICT_MYSQL_ERRORS = {1205, 1213}
+
+
+def _is_conflict(exc: Exception) -> bool:
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) in _CONFLICT_SQLSTATES:
+        return True
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    return bool(args) and args[0] in _CONFLICT_MYSQL_ERRORS
 
 
 def _short(exc: Exception) -> str:

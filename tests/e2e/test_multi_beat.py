@@ -38,7 +38,7 @@ def test_two_beats_fire_each_slot_once(harness: Harness) -> None:
     harness.run_for(18)
 
     verdict = harness.finish(ready + SETTLE)
-    assert verdict.expected > 30
+    assert verdict.expected >= 20  # not a vacuous pass
     assert not verdict.problems(), verdict.summary()
 
 
@@ -53,7 +53,7 @@ def test_three_beats_with_database_locks_fire_each_slot_once(harness: Harness) -
     harness.run_for(18)
 
     verdict = harness.finish(ready + SETTLE)
-    assert verdict.expected > 30
+    assert verdict.expected >= 20  # not a vacuous pass
     assert not verdict.problems(), verdict.summary()
 
 
@@ -74,7 +74,7 @@ def test_a_killed_and_restarted_beat_loses_and_repeats_no_slot(harness: Harness)
     harness.run_for(8)
 
     verdict = harness.finish(ready + SETTLE, excuses=harness.events)
-    assert verdict.expected > 30
+    assert verdict.expected >= 20  # not a vacuous pass
     assert not verdict.problems(), verdict.summary()
 
 
@@ -95,5 +95,5 @@ def test_a_beat_paused_longer_than_its_lock_ttl_fires_nothing_twice(harness: Har
         harness.run_for(3)
 
     verdict = harness.finish(ready + SETTLE)
-    assert verdict.expected > 30
+    assert verdict.expected >= 20  # not a vacuous pass
     assert not verdict.problems(), verdict.summary()
