@@ -78,6 +78,14 @@ class Settings:
     def from_app(cls, app: Any) -> Settings:
         # Celery's settings object resolves ``dbeat_x`` to ``CELERY_DBEAT_X`` by itself when the
         # app was configured with a namespace.
+        known = {f"dbeat_{f.name}" for f in fields(cls)}
+        namespace = f"{app.namespace}_".lower() if getattr(app, "namespace", None) else ""
+        for key in list(app.conf.keys()):
+            name = str(key).lower()
+            if namespace and name.startswith(namespace):
+                name = name[len(namespace) :]
+            if name.startswith("dbeat_") and name not in known:
+                raise ConfigurationError(key, app.conf.get(key), "unknown setting (misspelt?)")
         values = {
             f.name: app.conf.get(f"dbeat_{f.name}")
             for f in fields(cls)

@@ -6,6 +6,7 @@ the answer. Also home of the deterministic task id, ``fire_task_id(schedule, slo
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime, timedelta, timezone
 from itertools import chain
@@ -56,7 +57,7 @@ def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
             ) from None
     grace = defaults.grace
     if row.misfire_grace is not None:
-        if row.misfire_grace <= 0:
+        if not math.isfinite(row.misfire_grace) or row.misfire_grace <= 0:
             raise ValidationError("misfire_grace", row.misfire_grace, "must be > 0 seconds")
         grace = timedelta(seconds=row.misfire_grace)
     limit = defaults.catchup_limit
@@ -75,6 +76,14 @@ def _group(group: SlotGroup | None, status: FireStatus) -> list[NewFire]:
 
 def plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
     """Decide what to record for ``row`` at ``now``. Never raises for bad stored data."""
+    try:
+        return _plan(row, now, defaults)
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        # Validation should have caught it; whatever a hand-edited row holds, beat goes on.
+        return Transition(row, next_run_at=None, error=f"cannot compute slots: {exc!r}")
+
+
+def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
     try:
         timing = timing_of(row)
         rules = rules_of(row, defaults)

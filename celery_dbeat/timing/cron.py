@@ -44,6 +44,14 @@ ALIASES = {
 FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week", "second")
 # Random ("R") and hashed ("H") fields would give each beat a different slot.
 _NONDETERMINISTIC = re.compile(r"^[rh](\(|/|$)")
+_RANGE = re.compile(r"^([0-9a-z]+)-([0-9a-z]+)(?:/\d+)?$")
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1
+    )
+}
+_WEEKDAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 # Offset changes are looked for this far on either side of the instant a walk starts from.
 _TRANSITION_REACH = timedelta(days=1)
 
@@ -93,7 +101,8 @@ def _normalise(expr: str) -> list[str]:
             "cron", expr, f"has {len(fields)} fields; expected 5 (m h dom mon dow) or 6 (+ seconds)"
         )
     for index, value in enumerate(fields):
-        for part in value.lower().split(","):
+        parts = value.lower().split(",")
+        for position, part in enumerate(parts):
             if _NONDETERMINISTIC.match(part):
                 raise ValidationError(
                     "cron",
@@ -101,7 +110,27 @@ def _normalise(expr: str) -> list[str]:
                     f"{FIELD_NAMES[index]} field {value!r}: random (R) and hashed (H) values are "
                     "not supported, since every beat must compute the same slots",
                 )
+            parts[position] = _normalise_range(expr, index, value, part)
+        fields[index] = ",".join(parts)
     return fields
+
+
+def _normalise_range(expr: str, index: int, value: str, part: str) -> str:
+    """``5-5`` becomes ``5`` (croniter 6 reads a one-value range as ``*``); ``5-1`` is refused."""
+    match = _RANGE.match(part)
+    if match is None:
+        return part
+    names = _MONTHS if index == 3 else _WEEKDAYS if index == 4 else {}
+    low, high = (int(token) if token.isdigit() else names.get(token) for token in match.group(1, 2))
+    if low is None or high is None:
+        return part
+    if low > high:
+        raise ValidationError(
+            "cron",
+            expr,
+            f"{FIELD_NAMES[index]} field {value!r}: range {part!r} runs backwards",
+        )
+    return match.group(1) if low == high else part
 
 
 def _bad_field(fields: list[str], expr: str) -> str:

@@ -32,7 +32,10 @@ class IntervalSpec:
     def parse(cls, every: float | timedelta, anchor: datetime) -> IntervalSpec:
         if isinstance(every, bool) or not isinstance(every, (int, float, timedelta)):
             raise ValidationError("every", every, "must be a number of seconds or a timedelta")
-        delta = every if isinstance(every, timedelta) else timedelta(seconds=every)
+        try:
+            delta = every if isinstance(every, timedelta) else timedelta(seconds=every)
+        except (ValueError, OverflowError):  # NaN, infinity, or beyond what a timedelta holds
+            raise ValidationError("every", every, "must be a finite number of seconds") from None
         if delta < MIN_EVERY:
             raise ValidationError(
                 "every", every, f"must be at least {MIN_EVERY.total_seconds():g} s"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -721,11 +721,6 @@ def test_unusual_but_valid_cron_expressions_are_accepted(expr: str) -> None:
     assert CronSpec.parse(expr, "UTC").first_slot_after(utc("2024-01-01T00:00Z")) is not None
 
 
-@pytest.mark.xfail(
-    reason="BUG: croniter 6.2.4 expands a single-value range 'N-N' to '*', so '5-5 0 * * *' "
-    "fires every minute of hour 0 instead of once at 00:05",
-    strict=True,
-)
 @pytest.mark.parametrize(
     ("expr", "expected"),
     [
@@ -794,3 +789,52 @@ def test_fixed_time_slots_agree_with_cronsim_away_from_dst(case: tuple[str, str,
     ours = list(islice(CronSpec.parse(expr, zone).slots_after(start), 5))
     reference = [t.astimezone(UTC) for t in islice(cronsim.CronSim(expr, start), 5)]
     assert ours == reference
+
+
+# Resuming a walk: every beat, whenever it starts, computes the same slots ----------------------
+
+_TRANSITIONS = [
+    ("America/New_York", datetime(2024, 3, 10, 7, tzinfo=UTC)),
+    ("America/New_York", datetime(2024, 11, 3, 6, tzinfo=UTC)),
+    ("Australia/Lord_Howe", datetime(2024, 4, 6, 15, tzinfo=UTC)),
+    ("Australia/Lord_Howe", datetime(2024, 10, 5, 15, 30, tzinfo=UTC)),
+    ("Africa/Cairo", datetime(2024, 4, 25, 22, tzinfo=UTC)),
+    ("Africa/Cairo", datetime(2024, 10, 31, 21, tzinfo=UTC)),
+    ("Europe/London", datetime(2024, 10, 27, 1, tzinfo=UTC)),
+    ("Pacific/Apia", datetime(2011, 12, 30, 10, tzinfo=UTC)),
+]
+_DST_EXPRESSIONS = [
+    "30 2 * * *",
+    "0,30 0-3 * * *",
+    "45 1 * * *",
+    "30 23 * * *",
+    "0 * * * *",
+    "*/15 * * * *",
+    "*/7 1,2 * * *",
+    "* 2 * * *",
+    "0 0 * * * 30",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(_DST_EXPRESSIONS),
+    st.sampled_from(_TRANSITIONS),
+    st.integers(-9 * 3600, -3 * 3600),
+    st.sampled_from([None, "gap_end", "shift", "skip"]),
+    st.sampled_from([None, "first", "second", "both"]),
+)
+def test_a_walk_resumed_from_any_slot_continues_with_the_same_slots(
+    expr: str,
+    transition: tuple[str, datetime],
+    offset: int,
+    dst_gap: str | None,
+    dst_fold: str | None,
+) -> None:
+    zone, instant = transition
+    spec = CronSpec.parse(expr, zone, dst_gap=dst_gap, dst_fold=dst_fold)
+    slots = list(islice(spec.slots_after(instant + timedelta(seconds=offset)), 24))
+    assert slots == sorted(set(slots))
+    for slot, following in pairwise(slots):
+        assert next(spec.slots_after(slot)) == following
+        assert next(spec.slots_after(slot - timedelta(microseconds=1))) == slot

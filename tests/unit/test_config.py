@@ -1,0 +1,269 @@
+"""Settings: every ``dbeat_*`` key validated once, errors naming the key and the value."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import celery
+import pytest
+
+from celery_dbeat.config import DEFAULT_DATABASE_URL, Settings, mask_url
+from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.misfire import MisfirePolicy, MisfireRules
+
+
+def app_with(config: object, namespace: str | None = None) -> celery.Celery:
+    app = celery.Celery("dbeat-config-test", set_as_current=False)
+    app.config_from_object(config, namespace=namespace)
+    return app
+
+
+def test_settings_have_the_documented_defaults() -> None:
+    settings = Settings.from_mapping({})
+    assert settings.database_url == DEFAULT_DATABASE_URL
+    assert settings.engine_options == {}
+    assert settings.redis_url is None
+    assert settings.redis_key_prefix == "dbeat:"
+    assert settings.misfire_policy is MisfirePolicy.LATEST
+    assert settings.misfire_grace is None
+    assert settings.misfire_tolerance == timedelta(seconds=60)
+    assert settings.catchup_limit == 100
+    assert settings.lock_ttl == timedelta(seconds=60)
+    assert settings.max_interval == timedelta(seconds=5)
+    assert settings.batch_size == 500
+    assert settings.publish_retry_window == timedelta(hours=1)
+    assert settings.auto_migrate is True
+    assert settings.sync_beat_schedule is True
+    assert settings.instance_name
+    assert settings.clock_offset == timedelta(0)
+    assert settings.misfire_rules == MisfireRules()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        pytest.param("database_url", "postgresql://h/db", "postgresql://h/db", id="database-url"),
+        pytest.param("engine_options", {"pool_size": 5}, {"pool_size": 5}, id="engine-options"),
+        pytest.param("redis_url", "redis://h:6379/0", "redis://h:6379/0", id="redis-url"),
+        pytest.param("redis_url", None, None, id="redis-url-none"),
+        pytest.param("redis_key_prefix", "x:", "x:", id="redis-key-prefix"),
+        pytest.param("misfire_policy", "all", MisfirePolicy.ALL, id="policy-string"),
+        pytest.param("misfire_policy", MisfirePolicy.SKIP, MisfirePolicy.SKIP, id="policy-enum"),
+        pytest.param("misfire_grace", "90m", timedelta(minutes=90), id="grace-90m"),
+        pytest.param("misfire_grace", 30, timedelta(seconds=30), id="grace-seconds"),
+        pytest.param("misfire_grace", None, None, id="grace-unbounded"),
+        pytest.param("misfire_tolerance", 0, timedelta(0), id="tolerance-zero"),
+        pytest.param("misfire_tolerance", "1m30s", timedelta(seconds=90), id="tolerance-1m30s"),
+        pytest.param("catchup_limit", 0, 0, id="catchup-limit-zero"),
+        pytest.param("lock_ttl", "5m", timedelta(minutes=5), id="lock-ttl-5m"),
+        pytest.param("lock_ttl", timedelta(seconds=30), timedelta(seconds=30), id="lock-ttl-td"),
+        pytest.param("max_interval", "2.5", timedelta(seconds=2.5), id="max-interval-string"),
+        pytest.param("batch_size", 1, 1, id="batch-size-one"),
+        pytest.param("publish_retry_window", "1d", timedelta(days=1), id="retry-window-1d"),
+        pytest.param("auto_migrate", False, False, id="auto-migrate-false"),
+        pytest.param("auto_migrate", "off", False, id="auto-migrate-off"),
+        pytest.param("sync_beat_schedule", "Yes", True, id="sync-yes"),
+        pytest.param("instance_name", "beat-a", "beat-a", id="instance-name"),
+        pytest.param("clock_offset", -5, timedelta(seconds=-5), id="clock-offset-negative"),
+        pytest.param("clock_offset", "250ms", timedelta(milliseconds=250), id="clock-offset-ms"),
+        pytest.param(
+            "clock_offset",
+            "-5s",
+            timedelta(seconds=-5),
+            id="clock-offset-negative-with-unit",
+        ),
+    ],
+)
+def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expected: Any) -> None:
+    assert getattr(Settings.from_mapping({key: value}), key) == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "key", "fragment"),
+    [
+        pytest.param({"bogus": 1}, "dbeat_bogus", "unknown setting", id="unknown-key"),
+        pytest.param({"lock_tll": 60}, "dbeat_lock_tll", "unknown setting", id="misspelt-key"),
+        pytest.param({"database_url": ""}, "dbeat_database_url", "non-empty", id="empty-url"),
+        pytest.param({"database_url": None}, "dbeat_database_url", "non-empty", id="none-url"),
+        pytest.param({"engine_options": []}, "dbeat_engine_options", "dict", id="engine-list"),
+        pytest.param({"redis_url": "localhost"}, "dbeat_redis_url", "URL", id="redis-not-a-url"),
+        pytest.param({"redis_key_prefix": ""}, "dbeat_redis_key_prefix", "non-empty", id="prefix"),
+        pytest.param({"misfire_policy": "never"}, "dbeat_misfire_policy", "one of", id="policy"),
+        pytest.param({"misfire_policy": "ALL"}, "dbeat_misfire_policy", "one of", id="policy-case"),
+        pytest.param({"misfire_grace": 0}, "dbeat_misfire_grace", "positive", id="grace-zero"),
+        pytest.param({"misfire_grace": -1}, "dbeat_misfire_grace", "positive", id="grace-negative"),
+        pytest.param({"misfire_grace": "soon"}, "dbeat_misfire_grace", "30s", id="grace-word"),
+        pytest.param(
+            {"misfire_tolerance": -1},
+            "dbeat_misfire_tolerance",
+            "positive",
+            id="tolerance-negative",
+        ),
+        pytest.param({"lock_ttl": -60}, "dbeat_lock_ttl", "positive", id="lock-ttl-negative"),
+        pytest.param({"lock_ttl": "-5m"}, "dbeat_lock_ttl", "positive", id="lock-ttl-negative-unit"),
+        pytest.param({"lock_ttl": "5 minutes"}, "dbeat_lock_ttl", "30s", id="lock-ttl-words"),
+        pytest.param({"lock_ttl": True}, "dbeat_lock_ttl", "boolean", id="lock-ttl-boolean"),
+        pytest.param({"max_interval": 0}, "dbeat_max_interval", "positive", id="interval-zero"),
+        pytest.param(
+            {"publish_retry_window": "0s"},
+            "dbeat_publish_retry_window",
+            "positive",
+            id="retry-window-zero",
+        ),
+        pytest.param(
+            {"catchup_limit": -1}, "dbeat_catchup_limit", ">= 0", id="catchup-limit-negative"
+        ),
+        pytest.param({"catchup_limit": "5"}, "dbeat_catchup_limit", "whole", id="catchup-string"),
+        pytest.param({"catchup_limit": 2.5}, "dbeat_catchup_limit", "whole", id="catchup-float"),
+        pytest.param({"catchup_limit": True}, "dbeat_catchup_limit", "whole", id="catchup-bool"),
+        pytest.param({"batch_size": 0}, "dbeat_batch_size", ">= 1", id="batch-size-zero"),
+        pytest.param({"auto_migrate": "maybe"}, "dbeat_auto_migrate", "true or false", id="bool"),
+        pytest.param({"auto_migrate": 1}, "dbeat_auto_migrate", "true or false", id="bool-int"),
+        pytest.param({"instance_name": 5}, "dbeat_instance_name", "non-empty", id="name-int"),
+        pytest.param({"clock_offset": "soon"}, "dbeat_clock_offset", "30s", id="offset-word"),
+        pytest.param(
+            {"lock_ttl": 5}, "dbeat_lock_ttl", "longer than dbeat_max_interval", id="ttl-equal"
+        ),
+        pytest.param(
+            {"lock_ttl": 4}, "dbeat_lock_ttl", "longer than dbeat_max_interval", id="ttl-shorter"
+        ),
+        pytest.param(
+            {"lock_ttl": "30s", "max_interval": "1m"},
+            "dbeat_lock_ttl",
+            "longer than dbeat_max_interval",
+            id="ttl-shorter-than-a-raised-max-interval",
+        ),
+        pytest.param(
+            {"lock_ttl": "inf"},
+            "dbeat_lock_ttl",
+            "",
+            id="lock-ttl-infinite-string",
+        ),
+        pytest.param(
+            {"max_interval": 1e20},
+            "dbeat_max_interval",
+            "",
+            id="max-interval-too-large",
+        ),
+    ],
+)
+def test_bad_settings_are_rejected_naming_the_key_and_value(
+    values: dict[str, Any], key: str, fragment: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping(values)
+    assert caught.value.key == key
+    assert str(caught.value).startswith(f"{key}=")
+    assert fragment in str(caught.value)
+
+
+def test_a_valid_lock_ttl_is_longer_than_max_interval() -> None:
+    settings = Settings.from_mapping({"lock_ttl": "10s", "max_interval": "9.999s"})
+    assert settings.lock_ttl > settings.max_interval
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings.from_mapping({})
+    with pytest.raises(AttributeError):
+        settings.lock_ttl = timedelta(0)  # type: ignore[misc]
+
+
+def test_misfire_rules_carry_the_configured_defaults() -> None:
+    settings = Settings.from_mapping(
+        {
+            "misfire_policy": "all",
+            "misfire_grace": "90m",
+            "misfire_tolerance": 5,
+            "catchup_limit": 7,
+        }
+    )
+    assert settings.misfire_rules == MisfireRules(
+        MisfirePolicy.ALL, timedelta(seconds=5), timedelta(minutes=90), 7
+    )
+
+
+# From a Celery app ----------------------------------------------------------------------------
+
+
+class _PlainConfig:
+    dbeat_database_url = "postgresql://beat:secret@db/schedules"
+    dbeat_misfire_policy = "earliest"
+    dbeat_lock_ttl = "2m"
+
+
+class _NamespacedConfig:
+    CELERY_BROKER_URL = "memory://"
+    CELERY_DBEAT_DATABASE_URL = "postgresql://beat:secret@db/schedules"
+    CELERY_DBEAT_MISFIRE_POLICY = "earliest"
+    CELERY_DBEAT_LOCK_TTL = "2m"
+    DBEAT_REDIS_URL = "redis://wrong-namespace:6379/0"
+
+
+@pytest.mark.parametrize(
+    ("config", "namespace"),
+    [
+        pytest.param(_PlainConfig, None, id="lower-case-dbeat-keys"),
+        pytest.param(_NamespacedConfig, "CELERY", id="django-style-celery-namespace"),
+    ],
+)
+def test_settings_are_read_from_a_celery_app(config: object, namespace: str | None) -> None:
+    settings = Settings.from_app(app_with(config, namespace))
+    assert settings.database_url == "postgresql://beat:secret@db/schedules"
+    assert settings.misfire_policy is MisfirePolicy.EARLIEST
+    assert settings.lock_ttl == timedelta(minutes=2)
+    assert settings.redis_url is None
+
+
+def test_settings_set_with_conf_update_are_read() -> None:
+    app = celery.Celery("dbeat-config-test", set_as_current=False)
+    app.conf.update(dbeat_batch_size=50, dbeat_auto_migrate=False)
+    settings = Settings.from_app(app)
+    assert (settings.batch_size, settings.auto_migrate) == (50, False)
+
+
+class _BadNamespacedConfig:
+    CELERY_DBEAT_LOCK_TTL = "soon"
+
+
+def test_a_bad_namespaced_setting_is_rejected() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_app(app_with(_BadNamespacedConfig, "CELERY"))
+    assert "lock_ttl" in caught.value.key.lower()
+    assert "'soon'" in str(caught.value)
+
+
+class _MisspeltConfig:
+    dbeat_lock_tll = 120
+
+
+def test_an_unknown_dbeat_key_on_the_app_is_rejected() -> None:
+    with pytest.raises(ConfigurationError, match="dbeat_lock_tll"):
+        Settings.from_app(app_with(_MisspeltConfig))
+
+
+# mask_url ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        pytest.param(
+            "postgresql://beat:secret@db:5432/s", "postgresql://beat:***@db:5432/s", id="postgres"
+        ),
+        pytest.param(
+            "mysql+pymysql://u:p%40ss@host/db", "mysql+pymysql://u:***@host/db", id="encoded"
+        ),
+        pytest.param("postgresql://u:pa@ss@h/db", "postgresql://u:***@h/db", id="raw-at-in-pw"),
+        pytest.param("redis://:secret@h:6379/0", "redis://:***@h:6379/0", id="redis-no-user"),
+        pytest.param("redis://u:pw@[::1]:6379", "redis://u:***@[::1]:6379", id="ipv6"),
+        pytest.param("postgresql://beat@db/s", "postgresql://beat@db/s", id="no-password"),
+        pytest.param("sqlite:///beat.sqlite3", "sqlite:///beat.sqlite3", id="sqlite"),
+        pytest.param("", "", id="empty"),
+        pytest.param(None, "None", id="none"),
+    ],
+)
+def test_mask_url_hides_passwords(url: str | None, masked: str) -> None:
+    assert mask_url(url) == masked
+    if url and "secret" in url:
+        assert "secret" not in mask_url(url)
