@@ -69,7 +69,8 @@ def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
                 source._orig_day_of_week,
             )
         )
-        return Cron(expr, timezone=_zone_name(app))
+        # Celery's crontab needs both day fields to match, unlike cron(8)'s either-or.
+        return Cron(expr, timezone=_zone_name(app), days="all")
     if isinstance(value, solar):
         raise ValueError("solar schedules are not supported yet")
     if isinstance(value, schedule):

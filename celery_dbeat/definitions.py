@@ -29,6 +29,7 @@ TIMING_COLUMNS = (
     "run_at",
     "dst_gap",
     "dst_fold",
+    "cron_days",
     "start_at",
     "end_at",
 )
@@ -46,7 +47,7 @@ PAYLOAD_COLUMNS = (
 
 # Any aware instant will do to validate an interval before its real anchor is known.
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
-_SPEC_KEYS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold")
+_SPEC_KEYS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold", "cron_days")
 
 
 def _text(field_name: str, value: Any, limit: int) -> str:
@@ -167,6 +168,7 @@ class Definition:
             end_at=self.end_at,
             dst_gap=spec.get("dst_gap"),
             dst_fold=spec.get("dst_fold"),
+            cron_days=spec.get("cron_days"),
         )
 
     def columns(self) -> dict[str, Any]:
@@ -184,6 +186,7 @@ class Definition:
             "run_at": spec.get("run_at"),
             "dst_gap": spec.get("dst_gap"),
             "dst_fold": spec.get("dst_fold"),
+            "cron_days": spec.get("cron_days"),
             "start_at": self.start_at,
             "end_at": self.end_at,
             "max_runs": self.max_runs,

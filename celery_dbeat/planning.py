@@ -42,6 +42,7 @@ def timing_of(row: ScheduleRow) -> Timing:
         end_at=row.end_at,
         dst_gap=row.dst_gap,
         dst_fold=row.dst_fold,
+        cron_days=row.cron_days,
     )
 
 

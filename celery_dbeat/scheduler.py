@@ -49,6 +49,8 @@ class Scheduler(celery_beat.Scheduler):
     # Celery's Scheduler contract ------------------------------------------------------------
 
     def setup_schedule(self) -> None:
+        for warning in self.dbeat.warnings():
+            logger.warning("dbeat: %s", warning)
         self.store = Store(self.dbeat.database_url, engine_options=dict(self.dbeat.engine_options))
         self.lock = make_lock(
             self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix, owner=self.dbeat.instance_name

@@ -26,6 +26,9 @@ class Cron:
     timezone: str = "UTC"
     dst_gap: str | None = None
     dst_fold: str | None = None
+    #: When both day fields are restricted: ``"any"`` fires on a day matching either (cron(8)),
+    #: ``"all"`` only on days matching both (Celery's ``crontab``).
+    days: str = "any"
 
     def fields(self) -> SpecFields:
         return {
@@ -34,6 +37,7 @@ class Cron:
             "timezone": self.timezone,
             "dst_gap": self.dst_gap,
             "dst_fold": self.dst_fold,
+            "cron_days": None if self.days == "any" else self.days,
         }
 
 

@@ -81,6 +81,10 @@ class Ticker:
                 logger.debug("dbeat: transaction conflict, retrying: %s", _short(exc))
                 return _BUSY_RETRY
             return self._database_outage(exc)
+        except Exception:
+            # A bug or data no validation foresaw must not stop beat: log it, back off, go on.
+            logger.exception("dbeat: tick failed; retrying in %.1f s", max_sleep)
+            return max_sleep
         self._database_recovered()
         if needs_compute:
             return 0.0
@@ -121,12 +125,13 @@ class Ticker:
                 chosen = [t for t in transitions if not t.fires or _key(t) in won]
                 recorded_at = self.clock.monotonic()
                 requests = batch.record(chosen, lease_until)
+                applied = batch.applied
         except BaseException:
             self.lock.release(won)
             raise
         self._log_decisions(chosen)
         self.publish_recorded(requests, recorded_at)
-        return len(transitions), len(requests), len(transitions) - len(chosen)
+        return len(transitions), len(requests), len(transitions) - applied
 
     def recover_pending(self) -> int:
         """Publish fires recorded by a beat that did not publish them within their lease."""

@@ -14,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Float,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -58,11 +58,17 @@ class Schedule(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     #: ``config`` rows are owned by the app's ``beat_schedule``; ``api`` rows by people.
     origin: Mapped[str] = mapped_column(String(16), default="api")
+    #: For config rows, the ``enabled`` value ``beat_schedule`` last asked for: a change of it is
+    #: applied at sync, while a pause made elsewhere survives restarts.
+    config_enabled: Mapped[bool | None] = mapped_column(Boolean)
 
     kind: Mapped[str] = mapped_column(String(16))
     cron: Mapped[str | None] = mapped_column(String(255))
     timezone: Mapped[str | None] = mapped_column(String(64))
-    every: Mapped[float | None] = mapped_column(Float)
+    #: Cron day matching when both day fields are restricted: ``any`` (cron(8), either day field)
+    #: or ``all`` (Celery's crontab: both). NULL means ``any``.
+    cron_days: Mapped[str | None] = mapped_column(String(8))
+    every: Mapped[float | None] = mapped_column(Double)
     run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     anchor_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     dst_gap: Mapped[str | None] = mapped_column(String(16))
@@ -74,7 +80,7 @@ class Schedule(Base):
 
     #: ``None`` means the global default (``dbeat_misfire_*`` settings).
     misfire_policy: Mapped[str | None] = mapped_column(String(16))
-    misfire_grace: Mapped[float | None] = mapped_column(Float)
+    misfire_grace: Mapped[float | None] = mapped_column(Double)
     catchup_limit: Mapped[int | None] = mapped_column(Integer)
 
     #: The next slot: the source of truth for what is due. NULL on an enabled, unfinished row

@@ -58,6 +58,7 @@ _PLAN_COLUMNS = [
         "anchor_at",
         "dst_gap",
         "dst_fold",
+        "cron_days",
         "start_at",
         "end_at",
         "max_runs",
@@ -91,6 +92,7 @@ class ScheduleRow:
     anchor_at: datetime | None
     dst_gap: str | None
     dst_fold: str | None
+    cron_days: str | None
     start_at: datetime | None
     end_at: datetime | None
     max_runs: int | None
@@ -102,6 +104,10 @@ class ScheduleRow:
     last_slot: datetime | None
     version: int
     created_at: datetime
+    #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
+    #: timestamps as text: a hand-written '2024-05-06 09:30:00' must match itself, not its
+    #: re-formatted '...09:30:00.000000'.
+    next_run_at_text: str | None = field(default=None, compare=False)
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ScheduleRow:
@@ -155,6 +161,9 @@ class DueBatch:
         self.schedules = schedules
         self._beat = beat
         self._now = now
+        #: How many transitions the last ``record`` applied (the others lost their
+        #: compare-and-set to another beat or an edit).
+        self.applied = 0
 
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
@@ -164,11 +173,13 @@ class DueBatch:
         applied: list[Transition] = []
         for t in transitions:
             row = t.schedule
-            old = (
-                S.c.next_run_at.is_(None)
-                if row.next_run_at is None
-                else S.c.next_run_at == row.next_run_at
-            )
+            old: sa.ColumnElement[bool]
+            if row.next_run_at is None:
+                old = S.c.next_run_at.is_(None)
+            elif row.next_run_at_text is not None:
+                old = sa.type_coerce(S.c.next_run_at, sa.String) == row.next_run_at_text
+            else:
+                old = S.c.next_run_at == row.next_run_at
             values: dict[str, Any] = {"next_run_at": t.next_run_at, "last_error": t.error}
             if t.last_slot is not None:
                 values["last_slot"] = t.last_slot
@@ -237,6 +248,7 @@ class DueBatch:
                     )
         if inserts:
             conn.execute(sa.insert(F), inserts)
+        self.applied = len(applied)
         return published
 
 
@@ -261,9 +273,9 @@ class Store:
 
     def peek(self) -> tuple[datetime | None, bool]:
         """``(earliest next_run_at of enabled schedules, whether some need one computed)``."""
-        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled.is_(True))
+        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled == sa.true())
         needs = sa.exists().where(
-            S.c.enabled.is_(True), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
+            S.c.enabled == sa.true(), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
         )
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(earliest.scalar_subquery(), needs)).one()
@@ -275,16 +287,21 @@ class Store:
 
         The transaction commits when the block exits normally and rolls back on an exception.
         """
+        columns: list[sa.ColumnElement[Any]] = list(_PLAN_COLUMNS)
+        if self.engine.dialect.name == "sqlite":
+            columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))
         with self.engine.begin() as conn:
             due = (
-                sa.select(*_PLAN_COLUMNS)
-                .where(S.c.enabled.is_(True), S.c.next_run_at <= now)
+                sa.select(*columns)
+                .where(S.c.enabled == sa.true(), S.c.next_run_at <= now)
                 .order_by(S.c.next_run_at)
                 .limit(limit)
             )
             fresh = (
-                sa.select(*_PLAN_COLUMNS)
-                .where(S.c.enabled.is_(True), S.c.next_run_at.is_(None), S.c.last_error.is_(None))
+                sa.select(*columns)
+                .where(
+                    S.c.enabled == sa.true(), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
+                )
                 .limit(limit)
             )
             if self._skip_locked:
@@ -419,6 +436,7 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
                     columns,
                     name=d.name,
                     origin=CONFIG_ORIGIN,
+                    config_enabled=d.enabled,
                     enabled=d.enabled and upcoming is not None,
                     anchor_at=anchor,
                     next_run_at=upcoming,
@@ -436,22 +454,36 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
             continue
         timing_changed = any(columns[c] != getattr(row, c) for c in TIMING_COLUMNS)
         payload_changed = any(columns[c] != getattr(row, c) for c in PAYLOAD_COLUMNS)
+        # The config's own enabled flag changed: apply it (a pause made elsewhere, with the
+        # config unchanged, is left alone). Enabling recomputes from now: nothing fires for the
+        # time it was off.
+        toggled = d.enabled != row.config_enabled
         revived = row.origin == REMOVED_ORIGIN
-        if not (timing_changed or payload_changed or revived):
+        if not (timing_changed or payload_changed or revived or toggled):
             report.unchanged.append(d.name)
             continue
-        values = dict(columns, origin=CONFIG_ORIGIN, updated_at=now, version=row.version + 1)
-        if timing_changed or revived:
+        values = dict(
+            columns,
+            origin=CONFIG_ORIGIN,
+            config_enabled=d.enabled,
+            updated_at=now,
+            version=row.version + 1,
+        )
+        if toggled and not d.enabled:
+            values["enabled"] = False
+        elif timing_changed or revived or toggled:
             # From the edit time on, never before a slot already recorded.
             anchor = d.start_at or now
             after = now if row.last_slot is None else max(now, row.last_slot)
             upcoming = _first_slot(d, anchor, after)
+            # A pause made elsewhere survives a timing edit; a finished row may live again.
+            paused = not row.enabled and row.finished_at is None and not (toggled or revived)
             values.update(
                 anchor_at=anchor,
                 next_run_at=upcoming,
                 last_error=None,
                 finished_at=None if upcoming is not None else now,
-                enabled=d.enabled and upcoming is not None,
+                enabled=d.enabled and upcoming is not None and not paused,
             )
         result = conn.execute(
             sa.update(S).where(S.c.id == row.id, S.c.version == row.version).values(**values)

@@ -98,6 +98,7 @@ def build_timing(
     end_at: datetime | None = None,
     dst_gap: str | None = None,
     dst_fold: str | None = None,
+    cron_days: str | None = None,
 ) -> Timing:
     """Validate stored or user-supplied timing fields and build the :class:`Timing`.
 
@@ -117,7 +118,9 @@ def build_timing(
     if spec_kind is SpecKind.CRON:
         if cron is None:
             raise ValidationError("cron", cron, "is required for a cron schedule")
-        spec = CronSpec.parse(cron, timezone or "UTC", dst_gap=dst_gap, dst_fold=dst_fold)
+        spec = CronSpec.parse(
+            cron, timezone or "UTC", dst_gap=dst_gap, dst_fold=dst_fold, days=cron_days
+        )
     elif spec_kind is SpecKind.INTERVAL:
         if every is None:
             raise ValidationError("every", every, "is required for an interval schedule")

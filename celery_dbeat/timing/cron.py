@@ -151,6 +151,8 @@ class CronSpec:
     zone: ZoneInfo
     gap: DstGap
     fold: DstFold
+    #: Vixie cron's rule: with both day fields restricted, a day matching either one fires.
+    day_or: bool
     fields: tuple[str, ...] = field(compare=False, repr=False)
 
     @classmethod
@@ -161,9 +163,13 @@ class CronSpec:
         *,
         dst_gap: str | DstGap | None = None,
         dst_fold: str | DstFold | None = None,
+        days: str | None = None,
     ) -> CronSpec:
         fields = _normalise(expr)
         zone = load_zone(tz)
+        if days not in (None, "any", "all"):
+            raise ValidationError("cron_days", days, "must be 'any' (cron) or 'all' (crontab)")
+        day_or = days != "all"
         try:
             croniter(" ".join(fields))
         except (CroniterError, ValueError, KeyError, IndexError):
@@ -181,7 +187,7 @@ class CronSpec:
             raise ValidationError(
                 "dst_fold", dst_fold, f"must be one of {', '.join(f.value for f in DstFold)}"
             ) from None
-        spec = cls(expr.strip(), zone, gap, fold, tuple(fields))
+        spec = cls(expr.strip(), zone, gap, fold, day_or, tuple(fields))
         if spec.first_slot_after(datetime(2000, 1, 1, tzinfo=UTC)) is None:
             raise ValidationError("cron", expr, "never matches a date (check day and month)")
         return spec
@@ -194,7 +200,7 @@ class CronSpec:
         local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self._lookback(
             after
         )
-        walker = croniter(" ".join(self.fields), local_start)
+        walker = croniter(" ".join(self.fields), local_start, day_or=self.day_or)
         pending: list[datetime] = []
         last: datetime | None = None
         while True:

@@ -29,7 +29,7 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.misfire_grace is None
     assert settings.misfire_tolerance == timedelta(seconds=60)
     assert settings.catchup_limit == 100
-    assert settings.lock_ttl == timedelta(seconds=60)
+    assert settings.lock_ttl == timedelta(seconds=30)
     assert settings.max_interval == timedelta(seconds=5)
     assert settings.batch_size == 500
     assert settings.publish_retry_window == timedelta(hours=1)
@@ -101,7 +101,9 @@ def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expecte
             id="tolerance-negative",
         ),
         pytest.param({"lock_ttl": -60}, "dbeat_lock_ttl", "positive", id="lock-ttl-negative"),
-        pytest.param({"lock_ttl": "-5m"}, "dbeat_lock_ttl", "positive", id="lock-ttl-negative-unit"),
+        pytest.param(
+            {"lock_ttl": "-5m"}, "dbeat_lock_ttl", "positive", id="lock-ttl-negative-unit"
+        ),
         pytest.param({"lock_ttl": "5 minutes"}, "dbeat_lock_ttl", "30s", id="lock-ttl-words"),
         pytest.param({"lock_ttl": True}, "dbeat_lock_ttl", "boolean", id="lock-ttl-boolean"),
         pytest.param({"max_interval": 0}, "dbeat_max_interval", "positive", id="interval-zero"),

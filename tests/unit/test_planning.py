@@ -41,6 +41,7 @@ def row(**fields: Any) -> ScheduleRow:
         "anchor_at": None,
         "dst_gap": None,
         "dst_fold": None,
+        "cron_days": None,
         "start_at": None,
         "end_at": None,
         "max_runs": None,

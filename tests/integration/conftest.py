@@ -1,0 +1,282 @@
+"""Integration fixtures: real databases, real Redis, and a clock that only moves when told.
+
+* ``store``: a migrated :class:`Store` on each backend of ``database_url``;
+* ``lock_backend`` / ``lock``: every :class:`FireLock` implementation (database, Redis);
+* ``clock``: a :class:`FixedClock` at :data:`START`;
+* ``publisher`` / ``failing_publisher``: stand-ins for the broker;
+* ``schedules``: write schedules through ``sync_config`` or straight into the table, read rows back;
+* ``make_ticker``: a :class:`Ticker` with test settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, cast
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Row
+
+from celery_dbeat.clock import FixedClock
+from celery_dbeat.config import Settings
+from celery_dbeat.definitions import Definition
+from celery_dbeat.locks import DatabaseLock, FireLock
+from celery_dbeat.store import Fire, Schedule, migrate
+from celery_dbeat.store.queries import PublishRequest, Store, SyncReport, sync_config
+from celery_dbeat.ticker import Ticker
+
+UTC = timezone.utc
+#: A Monday, on the hour. Every test's clock starts here unless it says otherwise.
+START = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
+
+S = cast(sa.Table, Schedule.__table__)
+F = cast(sa.Table, Fire.__table__)
+
+
+def at(hh_mm: str, day: datetime = START) -> datetime:
+    """``at("13:10")`` is 13:10 UTC on :data:`START`'s day; ``at("13:10:30")`` works too."""
+    parts = [int(p) for p in hh_mm.split(":")]
+    hour, minute, second = [*parts, 0, 0][:3]
+    return day.replace(hour=hour, minute=minute, second=second, microsecond=0)
+
+
+# Stores ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    """A store on a fresh, migrated database (each backend in turn)."""
+    store = Store(database_url)
+    migrate(store.engine)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def open_store(database_url: str) -> Iterator[Callable[[], Store]]:
+    """More stores on the same database, each with its own engine (as another beat process)."""
+    stores: list[Store] = []
+
+    def make() -> Store:
+        stores.append(Store(database_url))
+        return stores[-1]
+
+    yield make
+    for store in stores:
+        store.close()
+
+
+# Locks -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LockBackend:
+    """How to make a lock of one backend for a given owner (a beat)."""
+
+    name: str
+    #: ``False`` for the database backend, which grants every key and lets the fire rows decide.
+    exclusive: bool
+    make: Callable[[str], FireLock]
+
+
+@pytest.fixture(params=["database", "redis"])
+def lock_backend(request: pytest.FixtureRequest) -> Iterator[LockBackend]:
+    made: list[FireLock] = []
+    if request.param == "database":
+
+        def make(owner: str) -> FireLock:
+            made.append(DatabaseLock())
+            return made[-1]
+
+        yield LockBackend("database", exclusive=False, make=make)
+    else:
+        from celery_dbeat.locks.redis import RedisLock
+
+        url = request.getfixturevalue("redis_url")
+        prefix = request.getfixturevalue("redis_prefix")
+
+        def make(owner: str) -> FireLock:
+            made.append(RedisLock(url, prefix=prefix, owner=owner))
+            return made[-1]
+
+        yield LockBackend("redis", exclusive=True, make=make)
+    for lock in made:
+        lock.close()
+
+
+@pytest.fixture
+def lock(lock_backend: LockBackend) -> FireLock:
+    """The lock of beat ``beat-1`` on each backend."""
+    return lock_backend.make("beat-1")
+
+
+# Time and publishing -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(START)
+
+
+Call = tuple[PublishRequest, list[Any], dict[str, Any], dict[str, Any]]
+
+
+class RecordingPublisher(list[Call]):
+    """A broker that accepts everything: a list of ``(request, args, kwargs, options)``."""
+
+    def __call__(
+        self,
+        request: PublishRequest,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        options: dict[str, Any],
+    ) -> None:
+        self.append((request, args, kwargs, options))
+
+    @property
+    def fires(self) -> list[tuple[str, datetime]]:
+        """``(schedule name, slot)`` of every publish, in publish order."""
+        return [(request.schedule_name, request.slot) for request, *_ in self]
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [request.task_id for request, *_ in self]
+
+
+class FailingPublisher:
+    """A broker that is down: every publish raises; attempts are kept."""
+
+    def __init__(self) -> None:
+        self.attempts: list[PublishRequest] = []
+
+    def __call__(
+        self,
+        request: PublishRequest,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        options: dict[str, Any],
+    ) -> None:
+        self.attempts.append(request)
+        raise ConnectionError("broker down")
+
+
+@pytest.fixture
+def publisher() -> RecordingPublisher:
+    return RecordingPublisher()
+
+
+@pytest.fixture
+def failing_publisher() -> FailingPublisher:
+    return FailingPublisher()
+
+
+def settings(instance_name: str = "beat-1", **overrides: Any) -> Settings:
+    return Settings.from_mapping({"instance_name": instance_name, **overrides})
+
+
+@pytest.fixture
+def make_ticker(
+    store: Store, publisher: RecordingPublisher, clock: FixedClock
+) -> Callable[..., Ticker]:
+    """``make_ticker(**settings)``; store, publisher, clock and lock default to the fixtures'."""
+
+    def make(
+        *,
+        store: Store = store,
+        lock: FireLock | None = None,
+        publish: Callable[..., None] = publisher,
+        clock: FixedClock = clock,
+        **overrides: Any,
+    ) -> Ticker:
+        return Ticker(store, lock or DatabaseLock(), publish, settings(**overrides), clock)
+
+    return make
+
+
+def run(
+    ticker: Ticker, clock: FixedClock, until: datetime, *, step: timedelta | None = None
+) -> int:
+    """Tick like beat does until ``until`` (inclusive); return the number of ticks.
+
+    Between ticks the clock moves by ``step``, or by the sleep ``tick()`` asked for. The last move
+    is shortened so that a tick happens exactly at ``until``.
+    """
+    ticks = 0
+    while True:
+        sleep = ticker.tick()
+        ticks += 1
+        assert ticks < 20_000, "beat is spinning: tick() keeps asking for no sleep"
+        if clock.now() >= until:
+            return ticks
+        delta = step if step is not None else timedelta(seconds=sleep)
+        clock.set(min(clock.now() + delta, until))
+
+
+# Schedules ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Schedules:
+    """Write schedules into a store and read back what beat made of them."""
+
+    store: Store
+
+    def sync(self, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+        return sync_config(self.store, definitions, now)
+
+    def insert(self, name: str, now: datetime = START, **columns: Any) -> int:
+        """Insert a row directly, bypassing validation (as raw SQL or an old version would)."""
+        values: dict[str, Any] = {
+            "name": name,
+            "task": "tasks.raw",
+            "args": "[]",
+            "kwargs": "{}",
+            "options": "{}",
+            "enabled": True,
+            "origin": "api",
+            "kind": "cron",
+            "cron": "0 * * * *",
+            "timezone": "UTC",
+            "anchor_at": now,
+            "run_count": 0,
+            "version": 1,
+            "created_at": now,
+            "updated_at": now,
+        }
+        values.update(columns)
+        with self.store.engine.begin() as conn:
+            result = conn.execute(sa.insert(S).values(**values))
+            (key,) = result.inserted_primary_key or (None,)
+        assert key is not None
+        return int(key)
+
+    def update(self, name: str, **values: Any) -> None:
+        with self.store.engine.begin() as conn:
+            conn.execute(sa.update(S).where(S.c.name == name).values(**values))
+
+    def row(self, name: str) -> Row[Any]:
+        with self.store.engine.connect() as conn:
+            return conn.execute(sa.select(S).where(S.c.name == name)).one()
+
+    def rows(self) -> list[Row[Any]]:
+        with self.store.engine.connect() as conn:
+            return list(conn.execute(sa.select(S).order_by(S.c.name)))
+
+    def fires(self, name: str | None = None) -> list[Row[Any]]:
+        """Fire rows (of one schedule, or all) with the schedule's name, oldest slot first."""
+        query = sa.select(F, S.c.name).join(S, S.c.id == F.c.schedule_id)
+        if name is not None:
+            query = query.where(S.c.name == name)
+        with self.store.engine.connect() as conn:
+            return list(conn.execute(query.order_by(F.c.slot, S.c.name)))
+
+    def execute(self, sql: str, **params: Any) -> None:
+        with self.store.engine.begin() as conn:
+            conn.execute(sa.text(sql), params)
+
+
+@pytest.fixture
+def schedules(store: Store) -> Schedules:
+    return Schedules(store)
