@@ -6,6 +6,7 @@
     ├── ConfigurationError         a ``dbeat_*`` setting has a bad value (names the key)
     ├── ValidationError            a schedule field has a bad value (names the field)
     ├── ScheduleNotFound           no schedule has that name
+    ├── ScheduleExists             a schedule with that name exists already
     ├── SchemaVersionError         the database schema is missing, newer or unknown
     └── StoreUnavailable           the database cannot be reached right now
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigurationError",
     "DBeatError",
+    "ScheduleExists",
     "ScheduleNotFound",
     "SchemaVersionError",
     "StoreUnavailable",
@@ -52,6 +54,14 @@ class ScheduleNotFound(DBeatError, LookupError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no schedule named {name!r}")
+
+
+class ScheduleExists(DBeatError):
+    """A schedule with the given name exists already."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"a schedule named {name!r} exists already")
 
 
 class SchemaVersionError(DBeatError):

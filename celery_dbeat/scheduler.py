@@ -22,7 +22,8 @@ from .config import Settings, mask_url
 from .locks import FireLock, make_lock
 from .store import migrate
 from .store.database import check_schema
-from .store.queries import PublishRequest, Store, sync_config
+from .store.manage import sync_config
+from .store.queries import PublishRequest, Store
 from .ticker import Ticker
 
 __all__ = ["Scheduler"]

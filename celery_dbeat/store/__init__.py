@@ -1,4 +1,6 @@
-"""Persistence: the SQLAlchemy models, the migrations, and the one module that issues SQL."""
+"""Persistence. Only this package issues SQL: ``queries.py`` holds beat's hot path (due rows,
+recording and publishing fires), ``manage.py`` the writes of definitions (config sync and the
+management API), ``database.py`` engines and migrations."""
 
 from __future__ import annotations
 

@@ -22,19 +22,18 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
-from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
 from .database import create_engine
 from .models import Fire, FireStatus, Schedule
 
 __all__ = [
     "DueBatch",
+    "F",
     "NewFire",
     "PublishRequest",
+    "S",
     "ScheduleRow",
     "Store",
-    "SyncReport",
     "Transition",
-    "sync_config",
 ]
 
 S = cast(sa.Table, Schedule.__table__)
@@ -392,137 +391,3 @@ class Store:
                         )
                     )
         return claimed
-
-
-@dataclass
-class SyncReport:
-    created: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    disabled: list[str] = field(default_factory=list)
-    #: Names already used by a schedule another surface owns; left untouched.
-    conflicts: list[str] = field(default_factory=list)
-
-
-class _Changed(Exception):
-    """A row changed under the sync; start over."""
-
-
-CONFIG_ORIGIN = "config"
-#: Origin of rows whose entry left ``beat_schedule``: disabled, kept with their history.
-REMOVED_ORIGIN = "config:removed"
-
-
-def _first_slot(definition: Definition, anchor: datetime, after: datetime) -> datetime | None:
-    return definition.timing(anchor).first_after(after)
-
-
-def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetime) -> SyncReport:
-    report = SyncReport()
-    names = [d.name for d in definitions]
-    existing: dict[str, Row[Any]] = {}
-    for start in range(0, len(names), 500):
-        chunk = names[start : start + 500]
-        existing.update((r.name, r) for r in conn.execute(sa.select(S).where(S.c.name.in_(chunk))))
-    inserts: list[dict[str, Any]] = []
-    for d in definitions:
-        columns = d.columns()
-        row = existing.get(d.name)
-        if row is None:
-            anchor = d.start_at or now
-            upcoming = _first_slot(d, anchor, now)
-            inserts.append(
-                dict(
-                    columns,
-                    name=d.name,
-                    origin=CONFIG_ORIGIN,
-                    config_enabled=d.enabled,
-                    enabled=d.enabled and upcoming is not None,
-                    anchor_at=anchor,
-                    next_run_at=upcoming,
-                    finished_at=None if upcoming is not None else now,
-                    run_count=0,
-                    version=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            report.created.append(d.name)
-            continue
-        if row.origin not in (CONFIG_ORIGIN, REMOVED_ORIGIN):
-            report.conflicts.append(d.name)
-            continue
-        timing_changed = any(columns[c] != getattr(row, c) for c in TIMING_COLUMNS)
-        payload_changed = any(columns[c] != getattr(row, c) for c in PAYLOAD_COLUMNS)
-        # The config's own enabled flag changed: apply it (a pause made elsewhere, with the
-        # config unchanged, is left alone). Enabling recomputes from now: nothing fires for the
-        # time it was off.
-        toggled = d.enabled != row.config_enabled
-        revived = row.origin == REMOVED_ORIGIN
-        if not (timing_changed or payload_changed or revived or toggled):
-            report.unchanged.append(d.name)
-            continue
-        values = dict(
-            columns,
-            origin=CONFIG_ORIGIN,
-            config_enabled=d.enabled,
-            updated_at=now,
-            version=row.version + 1,
-        )
-        if toggled and not d.enabled:
-            values["enabled"] = False
-        elif timing_changed or revived or toggled:
-            # From the edit time on, never before a slot already recorded.
-            anchor = d.start_at or now
-            after = now if row.last_slot is None else max(now, row.last_slot)
-            upcoming = _first_slot(d, anchor, after)
-            # A pause made elsewhere survives a timing edit; a finished row may live again.
-            paused = not row.enabled and row.finished_at is None and not (toggled or revived)
-            values.update(
-                anchor_at=anchor,
-                next_run_at=upcoming,
-                last_error=None,
-                finished_at=None if upcoming is not None else now,
-                enabled=d.enabled and upcoming is not None and not paused,
-            )
-        result = conn.execute(
-            sa.update(S).where(S.c.id == row.id, S.c.version == row.version).values(**values)
-        )
-        if result.rowcount != 1:
-            raise _Changed(d.name)
-        report.updated.append(d.name)
-    if inserts:
-        conn.execute(sa.insert(S), inserts)
-    gone = (
-        conn.execute(
-            sa.select(S.c.name).where(
-                S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true()
-            )
-        )
-        .scalars()
-        .all()
-    )
-    if gone:
-        conn.execute(
-            sa.update(S)
-            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(gone))
-            .values(enabled=False, origin=REMOVED_ORIGIN, updated_at=now, version=S.c.version + 1)
-        )
-        report.disabled.extend(gone)
-    return report
-
-
-def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) -> SyncReport:
-    """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
-
-    Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
-    ``next_run_at`` from ``now``; a changed payload keeps it. Several beats may run this at once.
-    """
-    for attempt in range(3):
-        try:
-            with store.engine.begin() as conn:
-                return _sync_once(conn, definitions, now)
-        except (sa.exc.IntegrityError, _Changed):
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover

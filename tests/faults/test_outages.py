@@ -23,7 +23,8 @@ from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock, FireKey, fire_lock_key
 from celery_dbeat.locks.redis import RedisLock
 from celery_dbeat.store import create_engine, migrate
-from celery_dbeat.store.queries import PublishRequest, Store, sync_config
+from celery_dbeat.store.manage import sync_config
+from celery_dbeat.store.queries import PublishRequest, Store
 from celery_dbeat.ticker import Ticker
 from tests.proxy import Proxy
 from tests.services import private_database

@@ -26,7 +26,8 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import ConfigurationError
 from celery_dbeat.planning import fire_task_id
-from celery_dbeat.store.queries import Store, SyncReport, sync_config
+from celery_dbeat.store.manage import SyncReport, sync_config
+from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker
 from tests.integration.conftest import START, RecordingPublisher, Schedules, at, run
 

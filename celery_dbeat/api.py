@@ -1,0 +1,360 @@
+"""The typed management API that every surface (CLI, admin integrations, your code) calls.
+
+    from celery_dbeat.api import Schedules
+    from celery_dbeat import Cron
+
+    schedules = Schedules("postgresql+psycopg://.../proj")
+    schedules.add("report", "proj.tasks.report", Cron("30 7 * * mon-fri", timezone="Europe/Paris"))
+    schedules.pause("report")
+    schedules.preview("report", count=3)
+
+Every write validates with the same code as ``beat_schedule`` sync and raises
+:class:`~celery_dbeat.errors.ValidationError` (naming the field and the value),
+:class:`~celery_dbeat.errors.ScheduleNotFound` or :class:`~celery_dbeat.errors.ScheduleExists`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Engine, Row
+
+from .clock import Clock, SystemClock
+from .definitions import Definition
+from .errors import ValidationError
+from .misfire import MisfirePolicy
+from .specs import Cron, Every, Once
+from .store import manage
+from .store.queries import Store
+from .timing import require_aware
+
+__all__ = ["FireInfo", "ScheduleInfo", "Schedules", "preview_spec"]
+
+Spec = Cron | Every | Once
+_UNSET: Any = object()
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # shown as stored; beat marks such a row with its error
+
+
+def _spec_of(row: Row[Any]) -> Spec | None:
+    if row.kind == "cron":
+        return Cron(
+            row.cron or "", row.timezone or "UTC", row.dst_gap, row.dst_fold, row.cron_days or "any"
+        )
+    if row.kind == "interval" and row.every is not None:
+        return Every(row.every)
+    if row.kind == "once" and row.run_at is not None:
+        return Once(row.run_at)
+    return None
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """A schedule as stored, with JSON decoded."""
+
+    id: int
+    name: str
+    task: str
+    schedule: Spec | None
+    args: Any
+    kwargs: Any
+    options: Any
+    enabled: bool
+    origin: str
+    start_at: datetime | None
+    end_at: datetime | None
+    max_runs: int | None
+    run_count: int
+    misfire_policy: str | None
+    misfire_grace: float | None
+    catchup_limit: int | None
+    next_run_at: datetime | None
+    last_slot: datetime | None
+    last_error: str | None
+    finished_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    version: int
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> ScheduleInfo:
+        return cls(
+            id=row.id,
+            name=row.name,
+            task=row.task,
+            schedule=_spec_of(row),
+            args=_json(row.args),
+            kwargs=_json(row.kwargs),
+            options=_json(row.options),
+            enabled=row.enabled,
+            origin=row.origin,
+            start_at=row.start_at,
+            end_at=row.end_at,
+            max_runs=row.max_runs,
+            run_count=row.run_count,
+            misfire_policy=row.misfire_policy,
+            misfire_grace=row.misfire_grace,
+            catchup_limit=row.catchup_limit,
+            next_run_at=row.next_run_at,
+            last_slot=row.last_slot,
+            last_error=row.last_error,
+            finished_at=row.finished_at,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            version=row.version,
+        )
+
+    @property
+    def state(self) -> str:
+        """``active``, ``paused``, ``finished`` or ``error``."""
+        if self.finished_at is not None:
+            return "finished"
+        if self.last_error is not None:
+            return "error"
+        return "active" if self.enabled else "paused"
+
+
+@dataclass(frozen=True)
+class FireInfo:
+    """One row of a schedule's fire history."""
+
+    slot: datetime
+    manual: bool
+    status: str
+    slot_count: int
+    first_slot: datetime | None
+    task_id: str | None
+    beat: str | None
+    recorded_at: datetime
+    sent_at: datetime | None
+    attempts: int
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> FireInfo:
+        return cls(
+            slot=row.slot,
+            manual=row.manual,
+            status=row.status,
+            slot_count=row.slot_count,
+            first_slot=row.first_slot,
+            task_id=row.task_id,
+            beat=row.beat,
+            recorded_at=row.recorded_at,
+            sent_at=row.sent_at,
+            attempts=row.attempts,
+            error=row.error,
+        )
+
+    @property
+    def lag(self) -> timedelta | None:
+        """How long after its slot the fire reached the broker."""
+        return None if self.sent_at is None else self.sent_at - self.slot
+
+
+def preview_spec(
+    schedule: Spec,
+    *,
+    count: int = 5,
+    after: datetime,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+) -> list[datetime]:
+    """The next ``count`` slots of an ad-hoc spec after ``after``; an interval is anchored at
+    ``start_at`` or else at ``after``."""
+    require_aware("after", after)
+    definition = Definition.create(
+        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
+    )
+    return definition.timing(start_at or after).preview(after, _count(count))
+
+
+def _count(count: int) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 10_000:
+        raise ValidationError("count", count, "must be a whole number from 1 to 10000")
+    return count
+
+
+class Schedules:
+    """Manage the schedules of one database. Accepts an ``Engine``, a URL or a ``Store``; closes
+    only what it created."""
+
+    def __init__(self, target: Engine | str | Store, *, clock: Clock | None = None) -> None:
+        if isinstance(target, Store):
+            self.store, self._owns = target, False
+        else:
+            self.store, self._owns = Store(target), True
+        self.clock = clock or SystemClock()
+
+    def close(self) -> None:
+        if self._owns:
+            self.store.close()
+
+    def __enter__(self) -> Schedules:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Reads -----------------------------------------------------------------------------------
+
+    def get(self, name: str) -> ScheduleInfo:
+        with self.store.engine.connect() as conn:
+            return ScheduleInfo.from_row(manage.load_schedule(conn, name))
+
+    def list(
+        self,
+        *,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins.list[ScheduleInfo]:
+        with self.store.engine.connect() as conn:
+            rows = manage.list_schedules(
+                conn, enabled=enabled, search=search, limit=limit, offset=offset
+            )
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
+        with self.store.engine.connect() as conn:
+            return [FireInfo.from_row(r) for r in manage.fire_history(conn, name, limit)]
+
+    def preview(
+        self, name: str, *, count: int = 5, after: datetime | None = None
+    ) -> builtins.list[datetime]:
+        """The next ``count`` slots of a stored schedule after ``after`` (default: now)."""
+        with self.store.engine.connect() as conn:
+            row = manage.load_schedule(conn, name)
+        definition = self._definition_of(row)
+        anchor = row.start_at or row.anchor_at or row.created_at
+        return definition.timing(anchor).preview(after or self.clock.now(), _count(count))
+
+    # Writes ----------------------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        task: str,
+        schedule: Spec,
+        *,
+        args: Any = (),
+        kwargs: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        enabled: bool = True,
+        start_at: datetime | None = None,
+        end_at: datetime | None = None,
+        max_runs: int | None = None,
+        misfire_policy: str | MisfirePolicy | None = None,
+        misfire_grace: Any = None,
+        catchup_limit: int | None = None,
+    ) -> ScheduleInfo:
+        definition = Definition.create(
+            name=name,
+            task=task,
+            schedule=schedule,
+            args=args,
+            kwargs=kwargs,
+            options=options,
+            enabled=enabled,
+            start_at=start_at,
+            end_at=end_at,
+            max_runs=max_runs,
+            misfire_policy=misfire_policy,
+            misfire_grace=misfire_grace,
+            catchup_limit=catchup_limit,
+        )
+        with self.store.engine.begin() as conn:
+            manage.create_schedule(conn, definition, self.clock.now())
+        return self.get(name)
+
+    def update(self, name: str, **changes: Any) -> ScheduleInfo:
+        """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
+        ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
+        ``catchup_limit``, ``name`` to rename). A timing change recomputes ``next_run_at`` from
+        now; other changes keep it."""
+        allowed = set(_EDITABLE)
+        unknown = sorted(set(changes) - allowed)
+        if unknown:
+            raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
+        with self.store.engine.begin() as conn:
+            row = manage.load_schedule(conn, name)
+            current = self._fields_of(row)
+            current.update(changes)
+            definition = Definition.create(**current)
+            manage.update_schedule(conn, name, definition, self.clock.now())
+        return self.get(changes.get("name", name))
+
+    def remove(self, name: str) -> None:
+        """Delete the schedule and its history. (Config schedules come back at the next sync;
+        remove them from ``beat_schedule`` instead, which disables them.)"""
+        with self.store.engine.begin() as conn:
+            manage.delete_schedule(conn, name)
+
+    def pause(self, name: str) -> ScheduleInfo:
+        with self.store.engine.begin() as conn:
+            manage.set_enabled(conn, name, False, self.clock.now())
+        return self.get(name)
+
+    def resume(self, name: str, *, catch_up: bool = False) -> ScheduleInfo:
+        """Resume; the slots that fell inside the pause fire only with ``catch_up=True``, and
+        then through the schedule's misfire policy."""
+        with self.store.engine.begin() as conn:
+            manage.set_enabled(conn, name, True, self.clock.now(), catch_up=catch_up)
+        return self.get(name)
+
+    def trigger(self, name: str) -> str:
+        """Fire once now, outside the schedule; returns the task id. A running beat publishes
+        it within ``dbeat_max_interval``."""
+        with self.store.engine.begin() as conn:
+            return manage.record_manual_fire(conn, name, self.clock.now())
+
+    # Helpers ---------------------------------------------------------------------------------
+
+    def _fields_of(self, row: Row[Any]) -> dict[str, Any]:
+        info = ScheduleInfo.from_row(row)
+        return {
+            "name": info.name,
+            "task": info.task,
+            "schedule": info.schedule,
+            "args": info.args,
+            "kwargs": info.kwargs,
+            "options": info.options,
+            "enabled": info.enabled,
+            "start_at": info.start_at,
+            "end_at": info.end_at,
+            "max_runs": info.max_runs,
+            "misfire_policy": info.misfire_policy,
+            "misfire_grace": info.misfire_grace,
+            "catchup_limit": info.catchup_limit,
+        }
+
+    def _definition_of(self, row: Row[Any]) -> Definition:
+        fields = self._fields_of(row)
+        return Definition.create(**fields)
+
+
+_EDITABLE = (
+    "name",
+    "task",
+    "schedule",
+    "args",
+    "kwargs",
+    "options",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+)

@@ -1,0 +1,329 @@
+"""Writes of schedule definitions: the config sync and the management API.
+
+Every write validates through :class:`~celery_dbeat.definitions.Definition` and moves
+``next_run_at`` by one rule: a timing change recomputes it from the edit time (never before a
+slot already recorded), a payload change keeps it. Every write bumps the row's ``version``, so a
+beat that read the row before the edit cannot record a fire from the old definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
+from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
+from ..planning import fire_task_id
+from .models import FireStatus
+from .queries import F, S, Store
+
+__all__ = [
+    "API_ORIGIN",
+    "CONFIG_ORIGIN",
+    "REMOVED_ORIGIN",
+    "SyncReport",
+    "create_schedule",
+    "delete_schedule",
+    "fire_history",
+    "list_schedules",
+    "load_schedule",
+    "record_manual_fire",
+    "set_enabled",
+    "sync_config",
+    "update_schedule",
+]
+
+API_ORIGIN = "api"
+CONFIG_ORIGIN = "config"
+#: Origin of rows whose entry left ``beat_schedule``: disabled, kept with their history.
+REMOVED_ORIGIN = "config:removed"
+
+
+def _first_slot(definition: Definition, anchor: datetime, after: datetime) -> datetime | None:
+    return definition.timing(anchor).first_after(after)
+
+
+def _new_row(definition: Definition, origin: str, now: datetime) -> dict[str, Any]:
+    anchor = definition.start_at or now
+    upcoming = _first_slot(definition, anchor, now)
+    return dict(
+        definition.columns(),
+        name=definition.name,
+        origin=origin,
+        config_enabled=definition.enabled if origin == CONFIG_ORIGIN else None,
+        enabled=definition.enabled and upcoming is not None,
+        anchor_at=anchor,
+        next_run_at=upcoming,
+        finished_at=None if upcoming is not None else now,
+        run_count=0,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _retimed(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any]:
+    """Columns that restart a schedule's timing at ``now``, never before a recorded slot."""
+    anchor = definition.start_at or now
+    after = now if row.last_slot is None else max(now, row.last_slot)
+    upcoming = _first_slot(definition, anchor, after)
+    return {
+        "anchor_at": anchor,
+        "next_run_at": upcoming,
+        "last_error": None,
+        "finished_at": None if upcoming is not None else now,
+    }
+
+
+def _changed(definition: Definition, row: Row[Any]) -> tuple[bool, bool]:
+    columns = definition.columns()
+    timing = any(columns[c] != getattr(row, c) for c in TIMING_COLUMNS)
+    payload = any(columns[c] != getattr(row, c) for c in PAYLOAD_COLUMNS)
+    return timing, payload
+
+
+@dataclass
+class SyncReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+    #: Names already used by a schedule another surface owns; left untouched.
+    conflicts: list[str] = field(default_factory=list)
+
+
+class _Changed(Exception):
+    """A row changed under the sync; start over."""
+
+
+def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+    report = SyncReport()
+    names = [d.name for d in definitions]
+    existing: dict[str, Row[Any]] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        existing.update((r.name, r) for r in conn.execute(sa.select(S).where(S.c.name.in_(chunk))))
+    inserts: list[dict[str, Any]] = []
+    for d in definitions:
+        row = existing.get(d.name)
+        if row is None:
+            inserts.append(_new_row(d, CONFIG_ORIGIN, now))
+            report.created.append(d.name)
+            continue
+        if row.origin not in (CONFIG_ORIGIN, REMOVED_ORIGIN):
+            report.conflicts.append(d.name)
+            continue
+        timing_changed, payload_changed = _changed(d, row)
+        # The config's own enabled flag changed: apply it (a pause made elsewhere, with the
+        # config unchanged, is left alone). Enabling recomputes from now: nothing fires for the
+        # time it was off.
+        toggled = d.enabled != row.config_enabled
+        revived = row.origin == REMOVED_ORIGIN
+        if not (timing_changed or payload_changed or revived or toggled):
+            report.unchanged.append(d.name)
+            continue
+        values = dict(
+            d.columns(),
+            origin=CONFIG_ORIGIN,
+            config_enabled=d.enabled,
+            updated_at=now,
+            version=row.version + 1,
+        )
+        if toggled and not d.enabled:
+            values["enabled"] = False
+        elif timing_changed or revived or toggled:
+            values.update(_retimed(d, row, now))
+            # A pause made elsewhere survives a timing edit; a finished row may live again.
+            paused = not row.enabled and row.finished_at is None and not (toggled or revived)
+            values["enabled"] = d.enabled and values["next_run_at"] is not None and not paused
+        result = conn.execute(
+            sa.update(S).where(S.c.id == row.id, S.c.version == row.version).values(**values)
+        )
+        if result.rowcount != 1:
+            raise _Changed(d.name)
+        report.updated.append(d.name)
+    if inserts:
+        conn.execute(sa.insert(S), inserts)
+    gone = (
+        conn.execute(
+            sa.select(S.c.name).where(
+                S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true()
+            )
+        )
+        .scalars()
+        .all()
+    )
+    if gone:
+        conn.execute(
+            sa.update(S)
+            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(gone))
+            .values(enabled=False, origin=REMOVED_ORIGIN, updated_at=now, version=S.c.version + 1)
+        )
+        report.disabled.extend(gone)
+    return report
+
+
+def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+    """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
+
+    Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
+    ``next_run_at`` from ``now``; a changed payload keeps it. Several beats may run this at once.
+    """
+    for attempt in range(3):
+        try:
+            with store.engine.begin() as conn:
+                return _sync_once(conn, definitions, now)
+        except (sa.exc.IntegrityError, _Changed):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# The management API's writes and reads -------------------------------------------------------
+
+
+def load_schedule(conn: Connection, name: str) -> Row[Any]:
+    row = conn.execute(sa.select(S).where(S.c.name == name)).first()
+    if row is None:
+        raise ScheduleNotFound(name)
+    return row
+
+
+def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
+    if conn.execute(sa.select(S.c.id).where(S.c.name == definition.name)).first() is not None:
+        raise ScheduleExists(definition.name)
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(S), [_new_row(definition, API_ORIGIN, now)])
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(definition.name) from None
+
+
+def _write(conn: Connection, row: Row[Any], values: dict[str, Any], now: datetime) -> None:
+    result = conn.execute(
+        sa.update(S)
+        .where(S.c.id == row.id, S.c.version == row.version)
+        .values(updated_at=now, version=row.version + 1, **values)
+    )
+    if result.rowcount != 1:
+        raise ValidationError(
+            "name", row.name, "was changed by someone else at the same time; try again"
+        )
+
+
+def update_schedule(conn: Connection, name: str, definition: Definition, now: datetime) -> bool:
+    """Store ``definition`` over the row ``name``. Returns whether anything changed."""
+    row = load_schedule(conn, name)
+    timing_changed, payload_changed = _changed(definition, row)
+    renamed = definition.name != row.name
+    if not (timing_changed or payload_changed or renamed):
+        return False
+    values = dict(definition.columns(), name=definition.name)
+    if timing_changed:
+        values.update(_retimed(definition, row, now))
+        if values["next_run_at"] is None:
+            values["enabled"] = False
+        elif row.finished_at is not None:
+            values["enabled"] = True  # a finished schedule given new timing lives again
+    try:
+        with conn.begin_nested():
+            _write(conn, row, values, now)
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(definition.name) from None
+    return True
+
+
+def set_enabled(
+    conn: Connection, name: str, enabled: bool, now: datetime, *, catch_up: bool = False
+) -> bool:
+    """Pause or resume. Returns whether the row changed.
+
+    Resuming recomputes ``next_run_at`` from now, so the slots that fell inside the pause are not
+    fired, unless ``catch_up`` keeps it: then they go through the misfire policy on the next tick.
+    """
+    row = load_schedule(conn, name)
+    if not enabled:
+        if not row.enabled:
+            return False
+        _write(conn, row, {"enabled": False}, now)
+        return True
+    if row.enabled:
+        return False
+    if row.finished_at is not None:
+        raise ValidationError(
+            "name", name, "has finished (no slot left); update its timing or bounds to revive it"
+        )
+    values: dict[str, Any] = {"enabled": True}
+    if not catch_up or row.next_run_at is None:
+        values["next_run_at"] = None  # beat computes it from now, never before a recorded slot
+    _write(conn, row, values, now)
+    return True
+
+
+def delete_schedule(conn: Connection, name: str) -> None:
+    """Delete the schedule and its fire history."""
+    row = load_schedule(conn, name)
+    conn.execute(sa.delete(F).where(F.c.schedule_id == row.id))
+    conn.execute(sa.delete(S).where(S.c.id == row.id))
+
+
+def record_manual_fire(conn: Connection, name: str, now: datetime) -> str:
+    """Record a "run now" fire for any beat to publish; returns its task id.
+
+    It is its own fire (``manual``), not a slot: ``next_run_at`` and ``run_count`` do not move.
+    Its lease is already over, so the next beat to look for unpublished fires sends it.
+    """
+    row = load_schedule(conn, name)
+    task_id = fire_task_id(row.name, now, manual=True)
+    conn.execute(
+        sa.insert(F),
+        [
+            {
+                "schedule_id": row.id,
+                "slot": now,
+                "manual": True,
+                "status": FireStatus.PENDING.value,
+                "slot_count": 1,
+                "task_id": task_id,
+                "recorded_at": now,
+                "lease_until": now,
+                "attempts": 0,
+            }
+        ],
+    )
+    return task_id
+
+
+def list_schedules(
+    conn: Connection,
+    *,
+    enabled: bool | None = None,
+    search: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Row[Any]]:
+    query = sa.select(S).order_by(S.c.name)
+    if enabled is not None:
+        query = query.where(S.c.enabled == sa.true() if enabled else S.c.enabled == sa.false())
+    if search:
+        pattern = f"%{search}%"
+        query = query.where(sa.or_(S.c.name.like(pattern), S.c.task.like(pattern)))
+    if limit is not None:
+        query = query.limit(limit)
+    return list(conn.execute(query.offset(offset)))
+
+
+def fire_history(conn: Connection, name: str, limit: int = 50) -> list[Row[Any]]:
+    row = load_schedule(conn, name)
+    query = (
+        sa.select(F)
+        .where(F.c.schedule_id == row.id)
+        .order_by(F.c.slot.desc(), F.c.id.desc())
+        .limit(limit)
+    )
+    return list(conn.execute(query))
