@@ -18,7 +18,14 @@ from .specs import Cron, Every, Once, SpecFields
 from .timing import Timing, build_timing
 from .validation import dump_json, parse_args, parse_kwargs, parse_options
 
-__all__ = ["PAYLOAD_COLUMNS", "TIMING_COLUMNS", "Definition"]
+__all__ = [
+    "FORM_FIELDS",
+    "PAYLOAD_COLUMNS",
+    "TIMING_COLUMNS",
+    "Definition",
+    "definition_from_form",
+    "definition_to_form",
+]
 
 #: Columns whose change moves ``next_run_at`` (recomputed from the edit time).
 TIMING_COLUMNS = (
@@ -194,3 +201,158 @@ class Definition:
             "misfire_grace": self.misfire_grace,
             "catchup_limit": self.catchup_limit,
         }
+
+
+# Plain-data forms: what the CLI, admin forms and export/import exchange --------------------
+
+#: Every field of the plain form, in display order.
+FORM_FIELDS = (
+    "name",
+    "task",
+    "kind",
+    "cron",
+    "timezone",
+    "dst_gap",
+    "dst_fold",
+    "cron_days",
+    "every",
+    "run_at",
+    "args",
+    "kwargs",
+    "options",
+    "enabled",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _instant(field_name: str, value: Any) -> datetime | None:
+    if _blank(value):
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        try:
+            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(
+                field_name, value, "must be an ISO-8601 instant such as 2025-01-31T09:00:00+01:00"
+            ) from None
+    if parsed.tzinfo is None:
+        raise ValidationError(field_name, value, "needs a time zone offset, e.g. +00:00 or Z")
+    return parsed
+
+
+def _whole(field_name: str, value: Any) -> int | None:
+    if _blank(value):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValidationError(field_name, value, "must be a whole number") from None
+
+
+def _flag(field_name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if _blank(value):
+        return True
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on", "y"):
+        return True
+    if text in ("0", "false", "no", "off", "n"):
+        return False
+    raise ValidationError(field_name, value, "must be true or false")
+
+
+def definition_from_form(data: Mapping[str, Any]) -> Definition:
+    """Build a definition from plain values (strings as typed in a form or on a command line,
+    or the JSON values of an export). Blank strings mean "not set"."""
+    unknown = sorted(set(data) - set(FORM_FIELDS))
+    if unknown:
+        raise ValidationError(unknown[0], data[unknown[0]], "is not a schedule field")
+    kind = (
+        (data.get("kind") or "").strip() if isinstance(data.get("kind"), str) else data.get("kind")
+    )
+    spec: dict[str, Any] = {"kind": kind}
+    if kind == "cron":
+        spec.update(
+            cron=data.get("cron"),
+            timezone=None if _blank(data.get("timezone")) else data.get("timezone"),
+            dst_gap=None if _blank(data.get("dst_gap")) else data.get("dst_gap"),
+            dst_fold=None if _blank(data.get("dst_fold")) else data.get("dst_fold"),
+            cron_days=None if _blank(data.get("cron_days")) else data.get("cron_days"),
+        )
+        if spec["timezone"] is None:
+            spec["timezone"] = "UTC"
+        if spec["cron_days"] == "any":
+            spec["cron_days"] = None
+    elif kind == "interval":
+        every = data.get("every")
+        if _blank(every):
+            raise ValidationError("every", every, "is required for an interval schedule")
+        try:
+            spec["every"] = parse_duration(every).total_seconds()
+        except ValueError as exc:
+            raise ValidationError("every", every, str(exc)) from None
+    elif kind == "once":
+        spec["run_at"] = _instant("run_at", data.get("run_at"))
+    args = data.get("args")
+    kwargs = data.get("kwargs")
+    options = data.get("options")
+    return Definition.create(
+        name=data.get("name"),  # type: ignore[arg-type]
+        task=data.get("task"),  # type: ignore[arg-type]
+        schedule=spec,
+        args="[]" if _blank(args) else args,
+        kwargs="{}" if _blank(kwargs) else kwargs,
+        options="{}" if _blank(options) else options,
+        enabled=_flag("enabled", data.get("enabled")),
+        start_at=_instant("start_at", data.get("start_at")),
+        end_at=_instant("end_at", data.get("end_at")),
+        max_runs=_whole("max_runs", data.get("max_runs")),
+        misfire_policy=None if _blank(data.get("misfire_policy")) else data.get("misfire_policy"),
+        misfire_grace=None if _blank(data.get("misfire_grace")) else data.get("misfire_grace"),
+        catchup_limit=_whole("catchup_limit", data.get("catchup_limit")),
+    )
+
+
+def definition_to_form(definition: Definition) -> dict[str, Any]:
+    """The JSON-able plain form of a definition; ``definition_from_form`` reads it back exactly."""
+    spec = definition.spec
+
+    def instant(value: datetime | None) -> str | None:
+        return None if value is None else value.isoformat()
+
+    return {
+        "name": definition.name,
+        "task": definition.task,
+        "kind": spec["kind"],
+        "cron": spec.get("cron"),
+        "timezone": spec.get("timezone") if spec["kind"] == "cron" else None,
+        "dst_gap": spec.get("dst_gap"),
+        "dst_fold": spec.get("dst_fold"),
+        "cron_days": spec.get("cron_days"),
+        "every": spec.get("every"),
+        "run_at": instant(spec.get("run_at")),
+        "args": definition.args,
+        "kwargs": definition.kwargs,
+        "options": definition.options,
+        "enabled": definition.enabled,
+        "start_at": instant(definition.start_at),
+        "end_at": instant(definition.end_at),
+        "max_runs": definition.max_runs,
+        "misfire_policy": definition.misfire_policy,
+        "misfire_grace": definition.misfire_grace,
+        "catchup_limit": definition.catchup_limit,
+    }

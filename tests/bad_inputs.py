@@ -1,0 +1,62 @@
+"""The one table of bad schedule inputs that every surface must reject the same way.
+
+Each case is the fields of a schedule as a user would type them (strings, as in a form or on the
+command line, where the surface allows it) plus the field the error must name and a fragment of
+the message. The Python API, the CLI, Flask-Admin and Django admin tests all iterate this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+
+@dataclass(frozen=True)
+class BadInput:
+    id: str
+    #: Overrides of a valid cron schedule named "bad-input", task "proj.tasks.add".
+    fields: dict[str, Any] = field(default_factory=dict)
+    #: The field the error names ("cron", "timezone", ...), as in ``ValidationError.field``.
+    error_field: str = ""
+    #: A fragment of the message every surface shows.
+    message: str = ""
+
+
+VALID = {
+    "name": "bad-input",
+    "task": "proj.tasks.add",
+    "kind": "cron",
+    "cron": "*/5 * * * *",
+    "timezone": "UTC",
+    "args": "[1, 2]",
+    "kwargs": "{}",
+    "options": "{}",
+}
+
+BAD_INPUTS = [
+    BadInput("cron-minute-out-of-range", {"cron": "61 * * * *"}, "cron", "minute field '61'"),
+    BadInput("cron-too-few-fields", {"cron": "* * *"}, "cron", "has 3 fields"),
+    BadInput("cron-random", {"cron": "R * * * *"}, "cron", "random (R)"),
+    BadInput("cron-backwards-range", {"cron": "5-1 * * * *"}, "cron", "runs backwards"),
+    BadInput("cron-never-matches", {"cron": "0 0 30 2 *"}, "cron", "never matches"),
+    BadInput("unknown-zone", {"timezone": "Mars/Olympus"}, "timezone", "not a known IANA"),
+    BadInput("args-not-json", {"args": "[1, 2"}, "args", "not valid JSON"),
+    BadInput("args-not-a-list", {"args": '{"a": 1}'}, "args", "must be a JSON array"),
+    BadInput("kwargs-not-an-object", {"kwargs": "[1]"}, "kwargs", "must be a JSON object"),
+    BadInput(
+        "options-unknown-key", {"options": '{"eta": 5}'}, "options", "unsupported option 'eta'"
+    ),
+    BadInput(
+        "options-bad-priority", {"options": '{"priority": 300}'}, "options.priority", "0..255"
+    ),
+    BadInput("interval-too-short", {"kind": "interval", "every": "0.5"}, "every", "at least 1"),
+    BadInput("empty-task", {"task": ""}, "task", "non-empty"),
+    BadInput("bad-misfire-policy", {"misfire_policy": "sometimes"}, "misfire_policy", "one of"),
+    BadInput("bad-dst-gap", {"dst_gap": "later"}, "dst_gap", "one of"),
+]
+
+
+def bad_input_params() -> list[Any]:
+    return [pytest.param(case, id=case.id) for case in BAD_INPUTS]
