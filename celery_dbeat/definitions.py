@@ -307,9 +307,9 @@ def definition_from_form(data: Mapping[str, Any]) -> Definition:
             raise ValidationError("every", every, str(exc)) from None
     elif kind == "once":
         spec["run_at"] = _instant("run_at", data.get("run_at"))
-    args = data.get("args")
-    kwargs = data.get("kwargs")
-    options = data.get("options")
+    args: Any = data.get("args")
+    kwargs: Any = data.get("kwargs")
+    options: Any = data.get("options")
     return Definition.create(
         name=data.get("name"),  # type: ignore[arg-type]
         task=data.get("task"),  # type: ignore[arg-type]

@@ -35,7 +35,6 @@ SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}")
 SCHEDULES: dict[str, dict[str, Any]] = json.loads(os.environ.get("DBEAT_E2E_SCHEDULES", "{}"))
 
 
-
 def received_key(prefix: str) -> str:
     """Redis list of one JSON object per message the worker executed (see ``record``)."""
     return f"{prefix}e2e:received"
@@ -44,6 +43,7 @@ def received_key(prefix: str) -> str:
 def ready_key(prefix: str) -> str:
     """Redis list of one JSON object per process that finished starting."""
     return f"{prefix}e2e:ready"
+
 
 TASK_NAME = "e2e.record"
 
@@ -79,10 +79,10 @@ app.conf.update(
     **SETTINGS,
 )
 
-_client: redis.Redis | None = None
+_client: redis.Redis[bytes] | None = None
 
 
-def _redis() -> redis.Redis:
+def _redis() -> redis.Redis[bytes]:
     global _client
     if _client is None:
         _client = redis.Redis.from_url(BROKER_URL)

@@ -14,6 +14,7 @@ message itself does not carry the slot.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,8 +23,8 @@ import sys
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +40,10 @@ T = TypeVar("T")
 
 class HarnessError(AssertionError):
     """A process died, or a condition was not met before its deadline."""
+
+
+class DeadlineExceeded(HarnessError):
+    """A polled condition was not met in time."""
 
 
 def cron(expr: str) -> dict[str, Any]:
@@ -154,16 +159,28 @@ class Harness:
         return proc
 
     def start_worker(self) -> Proc:
-        args = ["worker", "--pool=solo", "--loglevel=INFO", "--without-gossip",
-                "--without-mingle", "--without-heartbeat", f"--hostname={self.queue}@%h"]
+        args = [
+            "worker",
+            "--pool=solo",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            f"--hostname={self.queue}@%h",
+        ]
         return self._spawn("worker", "worker", args, {})
 
     def start_beat(self, name: str, **settings: Any) -> Proc:
         """A beat whose ``dbeat_instance_name`` is ``name``; ``settings`` override (no prefix)."""
         overrides = {f"dbeat_{key}": value for key, value in settings.items()}
         overrides["dbeat_instance_name"] = name
-        args = ["beat", "-S", "celery_dbeat.Scheduler", "--loglevel=INFO",
-                f"--schedule={self.tmp_path / (name + '.schedule')}"]
+        args = [
+            "beat",
+            "-S",
+            "celery_dbeat.Scheduler",
+            "--loglevel=INFO",
+            f"--schedule={self.tmp_path / (name + '.schedule')}",
+        ]
         return self._spawn(name, "beat", args, overrides)
 
     def beats(self) -> list[Proc]:
@@ -192,6 +209,18 @@ class Harness:
         proc.paused = False
         return self._signal(proc, signal.SIGCONT, "resume")
 
+    @contextlib.contextmanager
+    def held(self, procs: Iterable[Proc]) -> Iterator[None]:
+        """SIGSTOP ``procs`` for the block (e.g. so that one other beat does the work)."""
+        procs = list(procs)
+        for proc in procs:
+            self.pause(proc)
+        try:
+            yield
+        finally:
+            for proc in procs:
+                self.resume(proc)
+
     def stop(self, proc: Proc, timeout: float = 10) -> None:
         """SIGTERM (a clean shutdown), then SIGKILL after ``timeout``."""
         proc.expect_alive = False
@@ -207,7 +236,7 @@ class Harness:
             proc.popen.wait(10)
 
     def restart(self, proc: Proc, name: str | None = None) -> Proc:
-        """A new beat with ``proc``'s settings, named ``name`` (a new instance, as after a reboot)."""
+        """A new beat with ``proc``'s settings under ``name``: a new instance, as after a reboot."""
         if proc.alive():
             self.kill(proc)
         overrides = {k.removeprefix("dbeat_"): v for k, v in proc.overrides.items()}
@@ -252,7 +281,7 @@ class Harness:
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise HarnessError(f"timed out after {timeout:g} s waiting for {what}")
+                raise DeadlineExceeded(f"timed out after {timeout:g} s waiting for {what}")
             time.sleep(interval)
 
     def run_for(self, seconds: float) -> None:
@@ -262,10 +291,10 @@ class Harness:
             self.check_alive()
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
-    def sleep_until_second(self, offset: float, modulo: int = 2) -> None:
-        """Sleep until ``offset`` s after the next wall-clock second divisible by ``modulo``."""
+    def sleep_until_phase(self, phase: float, period: int = 2) -> None:
+        """Sleep until the next wall-clock instant ``t`` with ``t % period == phase``."""
         now = time.time()
-        target = (int(now) // modulo + 1) * modulo + offset
+        target = ((now - phase) // period + 1) * period + phase
         self.run_for(target - now)
 
     def ready(self) -> list[dict[str, Any]]:
@@ -275,16 +304,23 @@ class Harness:
         """Wait until ``procs`` (default: every live process) finished starting and every
         schedule reached the worker once. Returns the time that happened."""
         pids = {p.pid for p in (procs if procs is not None else self.procs) if p.expect_alive}
-        self.wait_until(lambda: pids <= {e["pid"] for e in self.ready()},
-                        timeout=timeout, what=f"processes {sorted(pids)} to start")
-        self.wait_until(lambda: set(self.schedules) <= {r.schedule for r in self.received()},
-                        timeout=timeout, what="a first message of every schedule")
+        self.wait_until(
+            lambda: pids <= {e["pid"] for e in self.ready()},
+            timeout=timeout,
+            what=f"processes {sorted(pids)} to start",
+        )
+        self.wait_until(
+            lambda: set(self.schedules) <= {r.schedule for r in self.received()},
+            timeout=timeout,
+            what="a first message of every schedule",
+        )
         return time.time()
 
     # observations
 
     def received(self) -> list[Receipt]:
-        return [Receipt.from_json(raw) for raw in self.redis.lrange(received_key(self.prefix), 0, -1)]
+        raw = self.redis.lrange(received_key(self.prefix), 0, -1)
+        return [Receipt.from_json(entry) for entry in raw]
 
     def queue_depth(self) -> int:
         return int(self.redis.llen(f"{self.prefix}{self.queue}"))
@@ -297,15 +333,18 @@ class Harness:
 
     def fires(self) -> list[FireRow]:
         query = sa.text(
-            "SELECT s.name, f.slot, f.manual, f.status, f.task_id, f.beat, f.attempts"
-            " FROM dbeat_fires f JOIN dbeat_schedules s ON s.id = f.schedule_id"
+            "SELECT s.name, f.slot, f.manual, f.status, f.task_id, f.beat, f.attempts,"
+            " f.recorded_at, f.sent_at"
+            " FROM dbeat_fires f JOIN dbeat_schedules s ON s.id = f.schedule_id ORDER BY f.slot"
         )
         with self.engine.connect() as conn:
             return [FireRow.from_row(row) for row in conn.execute(query)]
 
     def schedule_rows(self) -> list[dict[str, Any]]:
-        query = sa.text("SELECT name, next_run_at, last_slot, run_count, last_error"
-                        " FROM dbeat_schedules ORDER BY name")
+        query = sa.text(
+            "SELECT name, next_run_at, last_slot, run_count, last_error"
+            " FROM dbeat_schedules ORDER BY name"
+        )
         with self.engine.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
@@ -323,7 +362,7 @@ class Harness:
         self.wait_until(settled, timeout=timeout, what="the queue to drain", interval=0.2)
 
     def finish(
-        self, window_start: float, *, margin: float = 3, excuses: Iterable[Event] = ()
+        self, window_start: float, *, margin: float = 3, excuse_kills: bool = False
     ) -> Verdict:
         """End the run: judge slots in ``[window_start, now - margin]``.
 
@@ -331,30 +370,42 @@ class Harness:
         SIGTERM, drains the queue, stops the worker, then judges everything received.
         """
         window = (window_start, time.time() - margin)
-        try:
-            self.wait_until(lambda: not self.judge(window, excuses).lost, timeout=20,
-                            what="every slot of the window", interval=0.5)
-        except HarnessError:
-            pass  # judged below, with the full list of what is missing
+        with contextlib.suppress(DeadlineExceeded):  # judged below, listing what is missing
+            self.wait_until(
+                lambda: not self.judge(window).lost,
+                timeout=20,
+                what="every slot of the window",
+                interval=0.5,
+            )
         for proc in self.beats():
             self.stop(proc)
         self.drain()
         for proc in self.procs:
             if proc.role == "worker":
                 self.stop(proc)
-        verdict = self.judge(window, excuses)
+        fires, receipts = self.fires(), self.received()
+        evidence = {
+            "events": [asdict(e) for e in self.events],
+            "fires": [asdict(f) for f in fires],
+            "received": [asdict(r) for r in receipts],
+            "schedules": self.schedule_rows(),
+        }
+        (self.tmp_path / "evidence.json").write_text(json.dumps(evidence, indent=1, default=str))
+        verdict = judge(
+            self.schedules, fires, receipts, window, self.events, excuse_kills=excuse_kills
+        )
         print(verdict.summary())
         return verdict
 
-    def judge(self, window: tuple[float, float], excuses: Iterable[Event] = ()) -> Verdict:
-        return judge(self.schedules, self.fires(), self.received(), window, excuses)
+    def judge(self, window: tuple[float, float]) -> Verdict:
+        return judge(self.schedules, self.fires(), self.received(), window, self.events)
 
 
 # --- ground truth ----------------------------------------------------------------------------
 
 
 def parse_seconds_field(text: str) -> set[int]:
-    """Seconds of the minute matched by a cron seconds field (``*``, ``a``, ``a-b``, ``/n``, ``,``)."""
+    """Seconds of the minute a cron seconds field matches (``*``, ``a``, ``a-b``, ``/n``, ``,``)."""
     seconds: set[int] = set()
     for part in text.split(","):
         base, _, step_text = part.partition("/")
@@ -408,11 +459,15 @@ class Receipt:
     schedule: str
     received_at: float
     worker: str
+    #: The message's ``dbeat_slot`` header, if the scheduler sets one (cross-checked only).
+    slot_header: float | None
 
     @classmethod
     def from_json(cls, raw: bytes) -> Receipt:
         d = json.loads(raw)
-        return cls(d["task_id"], d["schedule"], d["received_at"], d["worker"])
+        header = d.get("extra", {}).get("dbeat_slot")
+        slot = None if header is None else _epoch(header)
+        return cls(d["task_id"], d["schedule"], d["received_at"], d["worker"], slot)
 
 
 @dataclass(frozen=True)
@@ -424,15 +479,31 @@ class FireRow:
     task_id: str | None
     beat: str | None
     attempts: int
+    recorded_at: float
+    sent_at: float | None
 
     @classmethod
     def from_row(cls, row: Any) -> FireRow:
-        name, slot, manual, status, task_id, beat, attempts = row
-        return cls(name, _epoch(slot), bool(manual), status, task_id, beat, attempts or 0)
+        name, slot, manual, status, task_id, beat, attempts, recorded_at, sent_at = row
+        return cls(
+            name,
+            _epoch(slot),
+            bool(manual),
+            status,
+            task_id,
+            beat,
+            attempts or 0,
+            _epoch(recorded_at),
+            None if sent_at is None else _epoch(sent_at),
+        )
 
     def describe(self) -> str:
-        return (f"{self.schedule}@{_iso(self.slot)} status={self.status} id={self.task_id}"
-                f" beat={self.beat} attempts={self.attempts}")
+        sent = "-" if self.sent_at is None else _iso(self.sent_at)
+        return (
+            f"{self.schedule}@{_iso(self.slot)} status={self.status} id={self.task_id}"
+            f" beat={self.beat} attempts={self.attempts} recorded_at={_iso(self.recorded_at)}"
+            f" sent_at={sent}"
+        )
 
 
 @dataclass
@@ -460,8 +531,10 @@ class Verdict:
         for name, lags in sorted(self.lags.items()):
             if lags:
                 lags = sorted(lags)
-                lines.append(f"  lag {name}: median {lags[len(lags) // 2]:.3f} s,"
-                             f" worst {lags[-1]:.3f} s over {len(lags)} messages")
+                lines.append(
+                    f"  lag {name}: median {lags[len(lags) // 2]:.3f} s,"
+                    f" worst {lags[-1]:.3f} s over {len(lags)} messages"
+                )
         lines += [f"  {p}" for p in [*self.problems(), *(f"excused: {e}" for e in self.excused)]]
         return "\n".join(lines)
 
@@ -471,14 +544,18 @@ def judge(
     fires: list[FireRow],
     receipts: list[Receipt],
     window: tuple[float, float],
-    excuses: Iterable[Event] = (),
+    events: Iterable[Event] = (),
+    *,
+    excuse_kills: bool = False,
 ) -> Verdict:
     """Exactly once: every expected slot of ``window`` received once, nothing received twice.
 
-    ``excuses`` are SIGKILLs: a task id received twice is excused only when its first copy
-    arrived within a second of such a kill and the second after it (the documented crash window:
-    published, killed before the fire was marked sent, republished by another beat).
+    ``events`` (what the harness did to the processes) annotate each id received twice. With
+    ``excuse_kills``, such an id is excused when its first copy arrived within a second of a
+    SIGKILL and the second after it: the documented crash window (published, killed before the
+    fire was marked sent, published again by another beat with the same id).
     """
+    events = list(events)
     verdict = Verdict(window, received=len(receipts))
     start, end = window
     by_id: dict[str, FireRow] = {}
@@ -503,25 +580,40 @@ def judge(
         copies[receipt.task_id].append(receipt)
     ids_per_slot: dict[tuple[str, float], set[str]] = defaultdict(set)
     for task_id, got in copies.items():
-        row = by_id.get(task_id)
-        if row is None:
+        fire = by_id.get(task_id)
+        if fire is None:
             # Most likely a second publish of some slot under an id the store does not know.
             verdict.duplicates.append(f"received {got[0].schedule} id {task_id}, no fire has it")
             continue
-        if got[0].schedule != row.schedule:
-            verdict.wrong.append(f"id {task_id} received for {got[0].schedule}: {row.describe()}")
-        ids_per_slot[(row.schedule, row.slot)].add(task_id)
+        if got[0].schedule != fire.schedule:
+            verdict.wrong.append(f"id {task_id} received for {got[0].schedule}: {fire.describe()}")
+        ids_per_slot[(fire.schedule, fire.slot)].add(task_id)
+        if any(r.slot_header is not None and r.slot_header != fire.slot for r in got):
+            verdict.wrong.append(f"message slot header differs from {fire.describe()}")
         first = min(r.received_at for r in got)
-        verdict.lags.setdefault(row.schedule, []).append(first - row.slot)
-        if first < row.slot - 0.05:
-            verdict.wrong.append(f"ran {row.slot - first:.3f} s before its slot: {row.describe()}")
+        verdict.lags.setdefault(fire.schedule, []).append(first - fire.slot)
+        if first < fire.slot - 0.05:
+            verdict.wrong.append(
+                f"ran {fire.slot - first:.3f} s before its slot: {fire.describe()}"
+            )
         if len(got) > 1:
             times = sorted(r.received_at for r in got)
-            text = (f"id received {len(got)} times at {', '.join(map(_iso, times))}:"
-                    f" {row.describe()}")
-            if len(got) == 2 and any(
-                e.what == "kill" and e.at - 2 <= times[0] <= e.at + 1 and times[1] > e.at
-                for e in excuses
+            around = [
+                f"{e.what} {e.proc} {_iso(e.at)}"
+                for e in events
+                if times[0] - 1 <= e.at <= times[-1] and e.what != "start"
+            ]
+            text = (
+                f"id received {len(got)} times at {', '.join(map(_iso, times))}: {fire.describe()}"
+                f" [harness meanwhile: {', '.join(around) or 'nothing'}]"
+            )
+            if (
+                excuse_kills
+                and len(got) == 2
+                and any(
+                    e.what == "kill" and e.at - 2 <= times[0] <= e.at + 1 and times[1] > e.at
+                    for e in events
+                )
             ):
                 verdict.excused.append(text)
             else:
@@ -553,6 +645,7 @@ def judge(
         for slot in expected:
             if not any(abs(slot - s) < 1e-3 for s in got_slots[name]):
                 rows = [r.describe() for r in slots_of[name] if abs(r.slot - slot) < 1e-3]
-                verdict.lost.append(f"{name}@{_iso(slot)} never received"
-                                    f" ({'; '.join(rows) or 'no fire row'})")
+                verdict.lost.append(
+                    f"{name}@{_iso(slot)} never received ({'; '.join(rows) or 'no fire row'})"
+                )
     return verdict
