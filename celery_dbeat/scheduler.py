@@ -108,6 +108,8 @@ class Scheduler(celery_beat.Scheduler):
         try:
             super().close()
         finally:
+            if self._ticker is not None:
+                self._ticker.stop()
             if self.lock is not None:
                 self.lock.close()
             if self.store is not None:

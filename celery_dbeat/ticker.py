@@ -19,6 +19,8 @@ One tick (see README "How a fire is published exactly once"):
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from celery.utils.log import get_logger
 
+from . import __version__
 from .clock import Clock
 from .config import Settings
 from .locks import FireKey, FireLock
@@ -60,6 +63,13 @@ class Ticker:
         self._db_retry_at = 0.0
         self._db_backoff = 1.0
         self._broken: dict[int, str] = {}
+        self._identity = {
+            "name": self.beat,
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": clock.now(),
+        }
 
     # One tick --------------------------------------------------------------------------------
 
@@ -72,6 +82,7 @@ class Ticker:
         try:
             if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
                 self._last_recovery = mono
+                self.store.heartbeat(self._identity, self.clock.now())
                 self.recover_pending()
             busy = self.fire_due()
             earliest, needs_compute = self.store.peek()
@@ -146,6 +157,13 @@ class Ticker:
             )
             self.publish_recorded(requests, self.clock.monotonic())
         return len(requests)
+
+    def stop(self) -> None:
+        """Remove this beat's heartbeat (best effort: the database may be down)."""
+        try:
+            self.store.forget_beat(self.beat)
+        except sa.exc.SQLAlchemyError as exc:
+            logger.debug("dbeat: could not remove heartbeat: %s", exc)
 
     # Publishing ------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The two tables: ``dbeat_schedules`` (one row per schedule) and ``dbeat_fires``.
+"""The tables: ``dbeat_schedules`` (one row per schedule), ``dbeat_fires`` (one row per fire) and
+``dbeat_beats`` (one heartbeat row per running beat).
 
 A fire row is both the history users read and the exactly-once record: the unique key
 ``(schedule_id, slot, manual)`` means a slot can be recorded once, whichever beat gets there.
@@ -26,7 +27,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["Base", "Fire", "FireStatus", "Schedule"]
+__all__ = ["Base", "Beat", "Fire", "FireStatus", "Schedule"]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -132,3 +133,20 @@ class Fire(Base):
 
     def __repr__(self) -> str:
         return f"<Fire schedule={self.schedule_id} slot={self.slot} {self.status}>"
+
+
+class Beat(Base):
+    """A running beat's heartbeat, written at most once per ``max_interval``; removed on a clean
+    shutdown."""
+
+    __tablename__ = "dbeat_beats"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    version: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:
+        return f"<Beat {self.name!r} seen {self.last_seen_at}>"

@@ -13,19 +13,20 @@ unique key on ``(schedule_id, slot, manual)`` makes a second recording of a slot
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
 from .database import create_engine
-from .models import Fire, FireStatus, Schedule
+from .models import Beat, Fire, FireStatus, Schedule
 
 __all__ = [
+    "B",
     "DueBatch",
     "F",
     "NewFire",
@@ -38,6 +39,9 @@ __all__ = [
 
 S = cast(sa.Table, Schedule.__table__)
 F = cast(sa.Table, Fire.__table__)
+B = cast(sa.Table, Beat.__table__)
+#: Heartbeat rows older than this are deleted by any beat (a beat killed without a clean stop).
+_FORGET_BEATS_AFTER = timedelta(days=1)
 
 #: Columns beat needs to plan a schedule's fires.
 _PLAN_COLUMNS = [
@@ -312,6 +316,27 @@ class Store:
                     ScheduleRow.from_row(r) for r in conn.execute(fresh.limit(limit - len(rows)))
                 ]
             yield DueBatch(conn, rows, beat, now)
+
+    # Heartbeats ------------------------------------------------------------------------------
+
+    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> None:
+        """Upsert this beat's heartbeat row (``name``, ``hostname``, ``pid``, ``version``,
+        ``started_at``) with ``last_seen_at = now``."""
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sa.update(B).where(B.c.name == beat["name"]).values(**beat, last_seen_at=now)
+            )
+            if done.rowcount == 0:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(sa.insert(B), [dict(beat, last_seen_at=now)])
+                except sa.exc.IntegrityError:
+                    pass  # a namesake beat inserted it; its next heartbeat and ours will update
+            conn.execute(sa.delete(B).where(B.c.last_seen_at < now - _FORGET_BEATS_AFTER))
+
+    def forget_beat(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(B).where(B.c.name == name))
 
     # Publishing bookkeeping ----------------------------------------------------------------
 

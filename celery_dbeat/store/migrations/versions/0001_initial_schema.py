@@ -94,8 +94,20 @@ def upgrade() -> None:
         batch_op.create_index("ix_dbeat_fires_pending", ["status", "lease_until"], unique=False)
         batch_op.create_index("ix_dbeat_fires_task_id", ["task_id"], unique=True)
 
+    op.create_table(
+        "dbeat_beats",
+        sa.Column("name", sa.String(length=255), nullable=False),
+        sa.Column("hostname", sa.String(length=255), nullable=False),
+        sa.Column("pid", sa.Integer(), nullable=False),
+        sa.Column("version", sa.String(length=32), nullable=False),
+        sa.Column("started_at", UTCDateTime(), nullable=False),
+        sa.Column("last_seen_at", UTCDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("name"),
+    )
+
 
 def downgrade() -> None:
+    op.drop_table("dbeat_beats")
     with op.batch_alter_table("dbeat_fires", schema=None) as batch_op:
         batch_op.drop_index("ix_dbeat_fires_task_id")
         batch_op.drop_index("ix_dbeat_fires_pending")
