@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy.engine import Engine, Row
+from sqlalchemy.engine import Connection, Engine, Row
 
 from .clock import Clock, SystemClock
+from .config import Settings
 from .definitions import Definition
 from .errors import ValidationError
 from .misfire import MisfirePolicy
+from .notify import ChangeNotifier
 from .specs import Cron, Every, Once
 from .store import manage
 from .store.queries import Store
@@ -189,16 +192,49 @@ class Schedules:
     """Manage the schedules of one database. Accepts an ``Engine``, a URL or a ``Store``; closes
     only what it created."""
 
-    def __init__(self, target: Engine | str | Store, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        target: Engine | str | Store,
+        *,
+        clock: Clock | None = None,
+        notify: Any = None,
+        redis_key_prefix: str = "dbeat:",
+    ) -> None:
+        """``notify``: a Redis URL or client; after each write, running beats are woken through
+        it (give the beats' ``dbeat_redis_url`` and ``dbeat_redis_key_prefix``)."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
             self.store, self._owns = Store(target), True
         self.clock = clock or SystemClock()
+        self.notifier = None if notify is None else ChangeNotifier(notify, prefix=redis_key_prefix)
+
+    @classmethod
+    def from_app(cls, app: Any, *, clock: Clock | None = None) -> Schedules:
+        """The schedules of a Celery app, per its ``dbeat_*`` settings (notifying its beats)."""
+        settings = Settings.from_app(app)
+        store = Store(settings.database_url, engine_options=dict(settings.engine_options))
+        schedules = cls(
+            store,
+            clock=clock,
+            notify=settings.redis_url,
+            redis_key_prefix=settings.redis_key_prefix,
+        )
+        schedules._owns = True
+        return schedules
 
     def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.close()
         if self._owns:
             self.store.close()
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self.store.engine.begin() as conn:
+            yield conn
+        if self.notifier is not None:
+            self.notifier.notify()
 
     def __enter__(self) -> Schedules:
         return self
@@ -274,7 +310,7 @@ class Schedules:
             misfire_grace=misfire_grace,
             catchup_limit=catchup_limit,
         )
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             manage.create_schedule(conn, definition, self.clock.now())
         return self.get(name)
 
@@ -287,7 +323,7 @@ class Schedules:
         unknown = sorted(set(changes) - allowed)
         if unknown:
             raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             row = manage.load_schedule(conn, name)
             current = self._fields_of(row)
             current.update(changes)
@@ -298,25 +334,25 @@ class Schedules:
     def remove(self, name: str) -> None:
         """Delete the schedule and its history. (Config schedules come back at the next sync;
         remove them from ``beat_schedule`` instead, which disables them.)"""
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             manage.delete_schedule(conn, name)
 
     def pause(self, name: str) -> ScheduleInfo:
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             manage.set_enabled(conn, name, False, self.clock.now())
         return self.get(name)
 
     def resume(self, name: str, *, catch_up: bool = False) -> ScheduleInfo:
         """Resume; the slots that fell inside the pause fire only with ``catch_up=True``, and
         then through the schedule's misfire policy."""
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             manage.set_enabled(conn, name, True, self.clock.now(), catch_up=catch_up)
         return self.get(name)
 
     def trigger(self, name: str) -> str:
         """Fire once now, outside the schedule; returns the task id. A running beat publishes
         it within ``dbeat_max_interval``."""
-        with self.store.engine.begin() as conn:
+        with self._writing() as conn:
             return manage.record_manual_fire(conn, name, self.clock.now())
 
     # Helpers ---------------------------------------------------------------------------------

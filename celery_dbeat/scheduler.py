@@ -20,6 +20,7 @@ from .beat_schedule import definitions_from_app
 from .clock import SystemClock
 from .config import Settings, mask_url
 from .locks import FireLock, make_lock
+from .notify import ChangeListener
 from .store import migrate
 from .store.database import check_schema
 from .store.manage import sync_config
@@ -43,6 +44,7 @@ class Scheduler(celery_beat.Scheduler):
         self.store: Store | None = None
         self.lock: FireLock | None = None
         self._ticker: Ticker | None = None
+        self._listener: ChangeListener | None = None
         if not kwargs.get("max_interval"):
             kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
         super().__init__(app, lazy=lazy, **kwargs)
@@ -52,11 +54,21 @@ class Scheduler(celery_beat.Scheduler):
     def setup_schedule(self) -> None:
         for warning in self.dbeat.warnings():
             logger.warning("dbeat: %s", warning)
-        self.store = Store(self.dbeat.database_url, engine_options=dict(self.dbeat.engine_options))
+        # A paused beat's transaction is ended by PostgreSQL once its lease is over, so its row
+        # locks hold other beats back no longer than a lock does.
+        self.store = Store(
+            self.dbeat.database_url,
+            engine_options=dict(self.dbeat.engine_options),
+            idle_in_transaction=self.dbeat.lock_ttl,
+        )
         self.lock = make_lock(
             self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix, owner=self.dbeat.instance_name
         )
         self._ticker = Ticker(self.store, self.lock, self._publish, self.dbeat, self.clock)
+        if self.dbeat.redis_url:
+            self._listener = ChangeListener(
+                self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix
+            )
         try:
             self._prepare_database()
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
@@ -99,7 +111,12 @@ class Scheduler(celery_beat.Scheduler):
             except (sa.exc.DBAPIError, sa.exc.TimeoutError):
                 return min(5.0, float(self.max_interval or 5.0))
             self._prepared = True
-        return self._ticker.tick()
+        interval = self._ticker.tick()
+        if self._listener is None or interval <= 0:
+            return interval
+        # Wait here rather than in Celery's sleep, so that a change notification ends it.
+        self._listener.wait(interval)
+        return 0.0
 
     def should_sync(self) -> bool:
         return False
@@ -110,6 +127,8 @@ class Scheduler(celery_beat.Scheduler):
         finally:
             if self._ticker is not None:
                 self._ticker.stop()
+            if self._listener is not None:
+                self._listener.close()
             if self.lock is not None:
                 self.lock.close()
             if self.store is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -111,15 +111,17 @@ class Ticker:
         budget_end = self.clock.monotonic() + self.settings.max_interval.total_seconds()
         left_to_others = False
         while True:
-            now = self.clock.now()
-            seen, published, skipped = self._fire_batch(now)
+            seen, published, skipped = self._fire_batch()
             left_to_others = left_to_others or skipped > 0
             if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
                 return left_to_others
             if published == 0 and skipped == seen:
                 return True
 
-    def _fire_batch(self, now: datetime) -> tuple[int, int, int]:
+    def _fire_batch(self) -> tuple[int, int, int]:
+        # The lease is measured from this instant, on both clocks: if this beat is paused
+        # anywhere after it, the pause counts against the lease before anything is published.
+        now, started = self.clock.now(), self.clock.monotonic()
         lease_until = now + self.settings.lock_ttl
         won: set[FireKey] = set()
         try:
@@ -134,19 +136,18 @@ class Ticker:
                 }
                 won = self.lock.claim(keyed.keys(), self.settings.lock_ttl)
                 chosen = [t for t in transitions if not t.fires or _key(t) in won]
-                recorded_at = self.clock.monotonic()
                 requests = batch.record(chosen, lease_until)
                 applied = batch.applied
         except BaseException:
             self.lock.release(won)
             raise
         self._log_decisions(chosen)
-        self.publish_recorded(requests, recorded_at)
+        self.publish_recorded(requests, started)
         return len(transitions), len(requests), len(transitions) - applied
 
     def recover_pending(self) -> int:
         """Publish fires recorded by a beat that did not publish them within their lease."""
-        now = self.clock.now()
+        now, started = self.clock.now(), self.clock.monotonic()
         requests = self.store.claim_stale_pending(
             now, now + self.settings.lock_ttl, self.settings.batch_size
         )
@@ -155,7 +156,7 @@ class Ticker:
                 "dbeat: publishing %d recorded fire(s) that their beat did not publish in time",
                 len(requests),
             )
-            self.publish_recorded(requests, self.clock.monotonic())
+            self.publish_recorded(requests, started)
         return len(requests)
 
     def stop(self) -> None:
@@ -167,13 +168,14 @@ class Ticker:
 
     # Publishing ------------------------------------------------------------------------------
 
-    def publish_recorded(self, requests: Sequence[PublishRequest], claimed_at: float) -> None:
+    def publish_recorded(self, requests: Sequence[PublishRequest], leased_at: float) -> None:
+        """Publish recorded fires whose lease started at monotonic time ``leased_at``."""
         sent: list[str] = []
         lease = self.settings.lock_ttl.total_seconds()
         for request in requests:
             # Paused (SIGSTOP) past most of the lease: another beat may be taking this fire
             # over right now. Leave it to the recovery path rather than risk a second publish.
-            if self.clock.monotonic() - claimed_at > lease * 0.8:
+            if self.clock.monotonic() - leased_at > lease * 0.8:
                 logger.warning(
                     "dbeat: lease of %s slot %s ran out before publishing; leaving it to recovery",
                     request.schedule_name,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,22 @@ __all__ = ["VERSION_TABLE", "check_schema", "create_engine", "migrate"]
 VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: PostgreSQL ends a transaction idle for this long (a SIGSTOPped beat's), releasing its locks.
-IDLE_IN_TRANSACTION_MS = 30_000
+IDLE_IN_TRANSACTION = timedelta(seconds=30)
 _LOCK_NAME = "celery_dbeat_migrate"
 _PG_LOCK_KEY = 0x64626561  # "dbea"
 
 
-def create_engine(url: str | sa.URL, options: Mapping[str, Any] | None = None) -> Engine:
-    """An engine for ``url`` set up as celery-dbeat needs it; ``options`` go to SQLAlchemy."""
+def create_engine(
+    url: str | sa.URL,
+    options: Mapping[str, Any] | None = None,
+    *,
+    idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
+) -> Engine:
+    """An engine for ``url`` set up as celery-dbeat needs it; ``options`` go to SQLAlchemy.
+
+    On PostgreSQL a transaction left idle longer than ``idle_in_transaction`` (a paused beat's)
+    is ended by the server, releasing its row locks and voiding what it would have recorded.
+    """
     url = sa.make_url(url)
     kwargs: dict[str, Any] = {}
     backend = url.get_backend_name()
@@ -42,7 +52,8 @@ def create_engine(url: str | sa.URL, options: Mapping[str, Any] | None = None) -
         kwargs["pool_pre_ping"] = True
     if backend == "postgresql" and url.get_driver_name() in ("psycopg", "psycopg2"):
         kwargs["connect_args"] = {
-            "options": f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+            "options": "-c idle_in_transaction_session_timeout="
+            f"{int(idle_in_transaction.total_seconds() * 1000)}"
         }
     if backend in ("mysql", "mariadb"):
         kwargs["isolation_level"] = "READ COMMITTED"

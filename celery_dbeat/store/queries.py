@@ -22,7 +22,7 @@ from typing import Any, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
-from .database import create_engine
+from .database import IDLE_IN_TRANSACTION, create_engine
 from .models import Beat, Fire, FireStatus, Schedule
 
 __all__ = [
@@ -258,11 +258,20 @@ class DueBatch:
 class Store:
     """Schedule storage. Accepts an ``Engine`` (left open) or a URL (owned, closed by ``close``)."""
 
-    def __init__(self, engine: Engine | str, *, engine_options: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        engine: Engine | str,
+        *,
+        engine_options: dict[str, Any] | None = None,
+        idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
+    ):
         if isinstance(engine, Engine):
             self.engine, self._owns_engine = engine, False
         else:
-            self.engine, self._owns_engine = create_engine(engine, engine_options), True
+            self.engine = create_engine(
+                engine, engine_options, idle_in_transaction=idle_in_transaction
+            )
+            self._owns_engine = True
         dialect = self.engine.dialect
         # SKIP LOCKED lets beats split a herd instead of queueing on each other's rows. SQLite
         # has no row locks; its writers are serialised by BEGIN IMMEDIATE instead.

@@ -33,6 +33,7 @@ PREFIX = os.environ.get("DBEAT_E2E_PREFIX", "dbeat-e2e:")
 QUEUE = os.environ.get("DBEAT_E2E_QUEUE", "dbeat-e2e")
 SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}"))
 SCHEDULES: dict[str, dict[str, Any]] = json.loads(os.environ.get("DBEAT_E2E_SCHEDULES", "{}"))
+TASK_NAME = "e2e.record"
 
 
 def received_key(prefix: str) -> str:
@@ -43,9 +44,6 @@ def received_key(prefix: str) -> str:
 def ready_key(prefix: str) -> str:
     """Redis list of one JSON object per process that finished starting."""
     return f"{prefix}e2e:ready"
-
-
-TASK_NAME = "e2e.record"
 
 
 def _beat_schedule() -> dict[str, dict[str, Any]]:

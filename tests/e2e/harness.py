@@ -362,7 +362,12 @@ class Harness:
         self.wait_until(settled, timeout=timeout, what="the queue to drain", interval=0.2)
 
     def finish(
-        self, window_start: float, *, margin: float = 3, excuse_kills: bool = False
+        self,
+        window_start: float,
+        *,
+        margin: float = 3,
+        excuse_kills: bool = False,
+        excuse_pauses_over: float | None = None,
     ) -> Verdict:
         """End the run: judge slots in ``[window_start, now - margin]``.
 
@@ -392,7 +397,13 @@ class Harness:
         }
         (self.tmp_path / "evidence.json").write_text(json.dumps(evidence, indent=1, default=str))
         verdict = judge(
-            self.schedules, fires, receipts, window, self.events, excuse_kills=excuse_kills
+            self.schedules,
+            fires,
+            receipts,
+            window,
+            self.events,
+            excuse_kills=excuse_kills,
+            excuse_pauses_over=excuse_pauses_over,
         )
         print(verdict.summary())
         return verdict
@@ -539,6 +550,20 @@ class Verdict:
         return "\n".join(lines)
 
 
+def _within_long_pause(events: list[Event], times: list[float], lease: float) -> bool:
+    """Both copies fall between a pause longer than ``lease`` and shortly after its resume."""
+    for pause in (e for e in events if e.what == "pause"):
+        resume = next(
+            (e for e in events if e.what == "resume" and e.proc == pause.proc and e.at > pause.at),
+            None,
+        )
+        if resume is None or resume.at - pause.at <= lease:
+            continue
+        if pause.at - 1 <= times[0] and times[-1] <= resume.at + 2:
+            return True
+    return False
+
+
 def judge(
     schedules: Mapping[str, dict[str, Any]],
     fires: list[FireRow],
@@ -547,13 +572,17 @@ def judge(
     events: Iterable[Event] = (),
     *,
     excuse_kills: bool = False,
+    excuse_pauses_over: float | None = None,
 ) -> Verdict:
     """Exactly once: every expected slot of ``window`` received once, nothing received twice.
 
     ``events`` (what the harness did to the processes) annotate each id received twice. With
     ``excuse_kills``, such an id is excused when its first copy arrived within a second of a
     SIGKILL and the second after it: the documented crash window (published, killed before the
-    fire was marked sent, published again by another beat with the same id).
+    fire was marked sent, published again by another beat with the same id). With
+    ``excuse_pauses_over`` (the lease, in seconds), such an id is excused when both copies
+    arrived while a beat was paused for longer than that, or just after it resumed: the other
+    documented window (paused after its last lease check and before marking the fire sent).
     """
     events = list(events)
     verdict = Verdict(window, received=len(receipts))
@@ -614,6 +643,10 @@ def judge(
                     e.what == "kill" and e.at - 2 <= times[0] <= e.at + 1 and times[1] > e.at
                     for e in events
                 )
+            ) or (
+                excuse_pauses_over is not None
+                and len(got) == 2
+                and _within_long_pause(events, times, excuse_pauses_over)
             ):
                 verdict.excused.append(text)
             else:

@@ -1,8 +1,9 @@
 """Several real beats against one database: every due fire reaches the worker exactly once.
 
-Each test runs a worker and a few ``celery beat -S celery_dbeat.Scheduler`` processes for about
-20 seconds of every-second-or-two schedules, then judges what the worker received against slots
-computed by arithmetic (see :mod:`tests.e2e.harness`). Lag is printed, never asserted.
+Each test runs a worker and two or three ``celery beat -S celery_dbeat.Scheduler`` processes for
+20 to 45 seconds of schedules firing every two or three seconds, kills or pauses beats at chosen
+moments, then judges what the worker received against slots computed by arithmetic (see
+:mod:`tests.e2e.harness`). Lag is printed, never asserted.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def test_killed_and_restarted_beats_lose_and_repeat_no_slot(harness: Harness) ->
 
 
 @pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
-def test_a_beat_paused_longer_than_its_lock_ttl_fires_nothing_twice(harness: Harness) -> None:
+def test_a_beat_paused_longer_than_its_lock_ttl_loses_and_doubles_no_slot(harness: Harness) -> None:
     harness.configure(SCHEDULES, redis_locks=True, lock_ttl=3, max_interval=1)
     harness.start_worker()
     paused, other = harness.start_beat("beat-1"), harness.start_beat("beat-2")
@@ -121,6 +122,8 @@ def test_a_beat_paused_longer_than_its_lock_ttl_fires_nothing_twice(harness: Har
             harness.run_for(delay)
         harness.run_for(0.5)
 
-    verdict = harness.finish(ready + SETTLE)
+    # A second copy of the same task id is the documented pause window (README, "Limits"):
+    # counted and shown in the summary, but no slot may be lost or sent under two ids.
+    verdict = harness.finish(ready + SETTLE, excuse_pauses_over=3)
     assert verdict.expected >= 20  # not a vacuous pass
     assert not verdict.problems(), verdict.summary()

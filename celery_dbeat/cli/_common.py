@@ -1,0 +1,271 @@
+"""What every ``celery dbeat`` command shares: the app's settings and database, the mapping of
+errors to one line on stderr and an exit code, and the output formats (tables, JSON, instants).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+import click
+import sqlalchemy as sa
+
+from ..api import Schedules
+from ..config import Settings, mask_url
+from ..errors import (
+    ConfigurationError,
+    DBeatError,
+    ScheduleExists,
+    ScheduleNotFound,
+    SchemaVersionError,
+    StoreUnavailable,
+    ValidationError,
+)
+from ..store.database import check_schema
+from ..store.queries import Store
+
+__all__ = [
+    "EXIT_DATABASE",
+    "EXIT_INPUT",
+    "EXIT_NOT_FOUND",
+    "CommandError",
+    "DBeatCommand",
+    "DBeatGroup",
+    "DatabaseProblem",
+    "NotFound",
+    "Runtime",
+    "echo_json",
+    "echo_table",
+    "iso",
+    "progress",
+    "runtime",
+    "seconds_text",
+]
+
+#: Exit codes. Click itself exits with 2 on a malformed command line.
+EXIT_INPUT = 1  # a bad value, a name conflict, a bad file or setting
+EXIT_NOT_FOUND = 3  # no schedule has that name
+EXIT_DATABASE = 4  # the database cannot be reached, or its schema is missing or unknown
+
+T = TypeVar("T")
+UTC = timezone.utc
+
+#: Form fields whose command-line option is not spelt like the field (named in errors).
+OPTION_OF_FIELD = {"timezone": "--tz", "run_at": "--at"}
+
+
+class CommandError(click.ClickException):
+    """One line on stderr (``Error: ...``) and an exit code; never a traceback."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str) -> None:
+        # One line, whatever a driver put in its message.
+        super().__init__(" ".join(message.split()))
+
+
+class NotFound(CommandError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class DatabaseProblem(CommandError):
+    exit_code = EXIT_DATABASE
+
+
+def translate(exc: Exception, database: str | None = None) -> CommandError | None:
+    """The one-line error for an expected failure; ``None`` for a bug (left to propagate)."""
+    if isinstance(exc, ValidationError):
+        option = OPTION_OF_FIELD.get(exc.field)
+        return CommandError(f"{exc} ({option})" if option else str(exc))
+    if isinstance(exc, ScheduleNotFound):
+        return NotFound(str(exc))
+    if isinstance(exc, ScheduleExists):
+        return CommandError(f"{exc}; use `dbeat update` to change it")
+    if isinstance(exc, (SchemaVersionError, StoreUnavailable)):
+        return DatabaseProblem(f"schedule database {database}: {exc}")
+    if isinstance(exc, (ConfigurationError, DBeatError)):
+        return CommandError(str(exc))
+    if isinstance(exc, sa.exc.OperationalError):
+        return DatabaseProblem(f"cannot reach the schedule database {database}: {_reason(exc)}")
+    if isinstance(exc, sa.exc.DBAPIError):
+        return DatabaseProblem(
+            f"the schedule database {database} refused the operation: {_reason(exc)}"
+        )
+    if isinstance(exc, sa.exc.ArgumentError):
+        return CommandError(f"dbeat_database_url={database!r}: {exc}")
+    return None
+
+
+def _reason(exc: sa.exc.DBAPIError) -> str:
+    """The driver's own message, first line only (no SQL, no parameters)."""
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc.orig).__name__
+
+
+class DBeatCommand(click.Command):
+    """A command whose expected failures end as one line on stderr with a meaningful exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            state = ctx.meta.get(_RUNTIME)
+            database = state.masked_url if isinstance(state, Runtime) and state.loaded else None
+            error = translate(exc, database)
+            if error is None:
+                raise
+            raise error from None
+
+
+class DBeatGroup(click.Group):
+    command_class = DBeatCommand
+
+
+# The app, its settings and its database ------------------------------------------------------
+
+_RUNTIME = "celery_dbeat.cli.runtime"
+
+
+@dataclass
+class Runtime:
+    """The Celery app the command runs for, and what it needs from it, loaded on first use."""
+
+    app: Any
+    _settings: Settings | None = field(default=None, repr=False)
+
+    @property
+    def loaded(self) -> bool:
+        return self._settings is not None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = Settings.from_app(self.app)
+        return self._settings
+
+    @property
+    def masked_url(self) -> str:
+        return mask_url(self.settings.database_url)
+
+    @contextmanager
+    def schedules(self, *, check: bool = True) -> Iterator[Schedules]:
+        """The management API on the app's database; with ``check``, refuse a schema that is
+        missing or not this version's (one clear line instead of "no such table")."""
+        settings = self.settings
+        try:
+            store = Store(settings.database_url, engine_options=dict(settings.engine_options))
+        except ModuleNotFoundError as exc:
+            raise CommandError(
+                f"the database driver for {self.masked_url} is not installed ({exc}); install "
+                "the matching extra: celery-dbeat[postgres] or celery-dbeat[mysql]"
+            ) from None
+        try:
+            if check:
+                check_schema(store.engine)
+            with Schedules(store) as schedules:
+                yield schedules
+        finally:
+            store.close()
+
+
+def runtime() -> Runtime:
+    """The current command's :class:`Runtime`, built from Celery's ``CLIContext`` (``ctx.obj``)."""
+    ctx = click.get_current_context()
+    state = ctx.meta.get(_RUNTIME)
+    if isinstance(state, Runtime):
+        return state
+    app = getattr(ctx.obj, "app", None)
+    if app is None:
+        raise click.UsageError("run it as `celery -A proj dbeat ...`: no Celery app was given")
+    state = ctx.meta[_RUNTIME] = Runtime(app)
+    return state
+
+
+# Output ----------------------------------------------------------------------------------------
+
+
+def iso(value: datetime | None) -> str | None:
+    """An instant as ISO-8601 in UTC with ``Z`` (microseconds only when there are some)."""
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    spec = "seconds" if value.microsecond == 0 else "microseconds"
+    return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def seconds_text(seconds: float | None) -> str | None:
+    """``5400`` -> ``1h30m``; ``30`` -> ``30s``; ``0.25`` -> ``0.25s``."""
+    if seconds is None:
+        return None
+    if seconds < 0:
+        return "-" + (seconds_text(-seconds) or "")
+    whole = int(seconds)
+    rest = seconds - whole
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if whole >= size:
+            parts.append(f"{whole // size}{unit}")
+            whole %= size
+    if whole or rest or not parts:
+        parts.append(f"{whole + rest:g}s")
+    return "".join(parts)
+
+
+def age_text(delta: timedelta) -> str:
+    """How long ago, to the second: ``3s ago``, ``2m5s ago``."""
+    seconds = round(delta.total_seconds())
+    if seconds < 0:
+        return f"in {seconds_text(-seconds)}"
+    return f"{seconds_text(seconds)} ago"
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return iso(value) or "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def echo_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "") -> None:
+    """Aligned columns; the last column is not padded."""
+    text_rows = [[cell(v) for v in row] for row in rows]
+    if not text_rows:
+        if empty:
+            click.echo(empty)
+        return
+    widths = [max(len(h), *(len(r[i]) for r in text_rows)) for i, h in enumerate(headers)]
+    for row in [list(headers), *text_rows]:
+        line = "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1], strict=True))
+        click.echo(f"{line}  {row[-1]}" if len(row) > 1 else row[-1])
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def progress(items: Sequence[T], label: str, each: Callable[[T], None]) -> None:
+    """Run ``each`` over ``items`` with a progress bar on a terminal, silently otherwise."""
+    if not is_terminal() or len(items) < 2:
+        for item in items:
+            each(item)
+        return
+    with click.progressbar(items, label=label, file=sys.stderr) as bar:
+        for item in bar:
+            each(item)

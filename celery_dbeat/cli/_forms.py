@@ -1,0 +1,226 @@
+"""Command-line options <-> the plain form of a schedule.
+
+Options are passed as the strings the user typed into :func:`definition_from_form`, the parser
+every surface shares, so the CLI rejects exactly what the API and the admin forms reject, with the
+same message. Only the command line's own structure (which spec option was given) is checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import click
+
+from ..api import ScheduleInfo
+from ..definitions import FORM_FIELDS, Definition, definition_from_form
+from ..specs import Cron, Every, Once
+from ._common import iso, seconds_text
+
+__all__ = [
+    "definition_of",
+    "edit_form",
+    "field_options",
+    "form_of",
+    "schedule_json",
+    "spec_of",
+    "spec_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Spec options: which one was given decides the kind.
+KIND_OF_OPTION = {"cron": "cron", "every": "interval", "at": "once"}
+#: Options that only mean something for a cron spec.
+CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
+#: Option parameter -> form field, for the options spelt differently from their field.
+FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
+#: Every form field of the spec, cleared when the kind changes.
+SPEC_FIELDS = ("cron", "timezone", "dst_gap", "dst_fold", "cron_days", "every", "run_at")
+#: Payload and bound options, copied to the form field of the same name.
+PLAIN_OPTIONS = (
+    "args_json",
+    "kwargs",
+    "options",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+)
+
+
+_SPEC_OPTIONS = [
+    ("--cron", "EXPR", "Cron expression: 5 fields, or 6 with seconds last."),
+    ("--tz", "ZONE", "IANA time zone of the cron expression (default UTC)."),
+    ("--dst-gap", "RULE", "Cron slot in a spring-forward gap: gap_end, shift or skip."),
+    ("--dst-fold", "RULE", "Cron slot in a repeated hour: first, second or both."),
+    ("--cron-days", "any|all", "Both day fields set: match either (any) or both (all)."),
+    ("--every", "DURATION", "Interval: 30s, 5m, 1h30m or seconds."),
+    ("--at", "INSTANT", "Fire once, at this ISO-8601 instant with an offset."),
+]
+_FIELD_OPTIONS = [
+    ("--args", "JSON", "Positional arguments, a JSON array."),
+    ("--kwargs", "JSON", "Keyword arguments, a JSON object."),
+    ("--options", "JSON", "apply_async options, a JSON object."),
+    ("--queue", "NAME", "Shortcut: set the 'queue' option."),
+    ("--priority", "N", "Shortcut: set the 'priority' option."),
+    ("--start-at", "INSTANT", "No slot before this instant (inclusive)."),
+    ("--end-at", "INSTANT", "No slot after this instant (inclusive)."),
+    ("--max-runs", "N", "Finish after N fires."),
+    ("--misfire-policy", "POLICY", "skip, latest, earliest or all (default dbeat_misfire_policy)."),
+    ("--misfire-grace", "DURATION", "Missed slots older than this are dropped, not sent."),
+    ("--catchup-limit", "N", "Most fires the 'all' policy sends for one outage."),
+]
+#: Python names of options whose flag would shadow a builtin or clash.
+_PARAM_NAME = {"--args": "args_json"}
+
+
+def _add_options(f: F, table: list[tuple[str, str, str]]) -> F:
+    for flag, metavar, text in reversed(table):
+        names = [flag, _PARAM_NAME[flag]] if flag in _PARAM_NAME else [flag]
+        kind = int if flag == "--priority" else str
+        f = click.option(*names, type=kind, metavar=metavar, help=text)(f)
+    return f
+
+
+def spec_options(f: F) -> F:
+    """``--cron/--every/--at`` and the cron-only options, as strings."""
+    return _add_options(f, _SPEC_OPTIONS)
+
+
+def field_options(f: F) -> F:
+    """Payload, bounds and misfire options, as strings. An empty string clears a field."""
+    return _add_options(f, _FIELD_OPTIONS)
+
+
+def edit_form(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` (a form) with the options the user gave (``None`` = not given) applied."""
+    form = dict(base)
+    kinds = [option for option in KIND_OF_OPTION if given.get(option) is not None]
+    if len(kinds) > 1:
+        raise click.UsageError(
+            "give one of --cron, --every or --at, not " + " and ".join(f"--{k}" for k in kinds)
+        )
+    if kinds:
+        kind = KIND_OF_OPTION[kinds[0]]
+        if kind != form.get("kind"):
+            form.update(dict.fromkeys(SPEC_FIELDS), kind=kind)
+    cron_only = [o for o in CRON_ONLY if given.get(o) is not None]
+    if cron_only and form.get("kind") != "cron":
+        flag = "--" + cron_only[0].replace("_", "-")
+        raise click.UsageError(f"{flag} applies to cron schedules only (give --cron)")
+    for option in (*KIND_OF_OPTION, *CRON_ONLY, *PLAIN_OPTIONS):
+        value = given.get(option)
+        if value is not None:
+            form[FIELD_OF_OPTION.get(option, option)] = value
+    return form
+
+
+def build(form: Mapping[str, Any], *, queue: str | None, priority: int | None) -> Definition:
+    """Parse ``form`` through the shared parser; ``--queue``/``--priority`` go into options."""
+    definition = definition_from_form(form)
+    if queue is None and priority is None:
+        return definition
+    options = dict(definition.options)
+    if queue is not None:
+        options["queue"] = queue
+    if priority is not None:
+        options["priority"] = priority
+    return definition_from_form({**form, "options": options})
+
+
+def form_of(info: ScheduleInfo) -> dict[str, Any]:
+    """The plain form of a stored schedule, as stored: not validated, so a bad stored value is
+    reported (naming its field) only when the form is parsed."""
+    spec: dict[str, Any] = info.schedule.fields() if info.schedule is not None else {}
+    form: dict[str, Any] = dict.fromkeys(FORM_FIELDS)
+    form.update(
+        {key: spec.get(key) for key in ("kind", *SPEC_FIELDS)},
+        name=info.name,
+        task=info.task,
+        args=info.args,
+        kwargs=info.kwargs,
+        options=info.options,
+        enabled=info.enabled,
+        start_at=info.start_at,
+        end_at=info.end_at,
+        max_runs=info.max_runs,
+        misfire_policy=info.misfire_policy,
+        misfire_grace=info.misfire_grace,
+        catchup_limit=info.catchup_limit,
+    )
+    return form
+
+
+def definition_of(info: ScheduleInfo) -> Definition:
+    return definition_from_form(form_of(info))
+
+
+def spec_of(definition: Definition) -> Cron | Every | Once:
+    """The API's spec object for a validated definition."""
+    spec = definition.spec
+    if spec["kind"] == "cron":
+        return Cron(
+            spec["cron"],
+            spec.get("timezone") or "UTC",
+            spec.get("dst_gap"),
+            spec.get("dst_fold"),
+            spec.get("cron_days") or "any",
+        )
+    if spec["kind"] == "interval":
+        return Every(spec["every"])
+    return Once(spec["run_at"])
+
+
+def api_fields(definition: Definition) -> dict[str, Any]:
+    """Keyword arguments of ``Schedules.add``/``update`` for ``definition`` (all but enabled)."""
+    return {
+        "task": definition.task,
+        "schedule": spec_of(definition),
+        "args": definition.args,
+        "kwargs": definition.kwargs,
+        "options": definition.options,
+        "start_at": definition.start_at,
+        "end_at": definition.end_at,
+        "max_runs": definition.max_runs,
+        "misfire_policy": definition.misfire_policy,
+        "misfire_grace": definition.misfire_grace,
+        "catchup_limit": definition.catchup_limit,
+    }
+
+
+def schedule_json(info: ScheduleInfo) -> dict[str, Any]:
+    """A stored schedule for ``--json``: the form fields, then its state. Instants in UTC."""
+    instants = ("run_at", "start_at", "end_at")
+    data = {key: iso(v) if key in instants else v for key, v in form_of(info).items()}
+    data.update(
+        state=info.state,
+        origin=info.origin,
+        next_run_at=iso(info.next_run_at),
+        last_slot=iso(info.last_slot),
+        run_count=info.run_count,
+        last_error=info.last_error,
+        finished_at=iso(info.finished_at),
+        created_at=iso(info.created_at),
+        updated_at=iso(info.updated_at),
+    )
+    return data
+
+
+def spec_text(info: ScheduleInfo) -> str:
+    """One line: ``cron '30 2 * * *' America/New_York``, ``every 1h30m``, ``once <instant>``."""
+    spec = info.schedule
+    if isinstance(spec, Cron):
+        words = [f"cron '{spec.expr}' {spec.timezone}"]
+        words += [
+            f"{k}={v}" for k, v in (("dst_gap", spec.dst_gap), ("dst_fold", spec.dst_fold)) if v
+        ]
+        words += ["days=all"] if spec.days == "all" else []
+        return " ".join(words)
+    if isinstance(spec, Every):
+        return f"every {seconds_text(Every(spec.seconds).fields()['every'])}"
+    if isinstance(spec, Once):
+        return f"once {iso(spec.at)}"
+    return "(invalid spec)"

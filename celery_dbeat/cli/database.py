@@ -1,0 +1,183 @@
+"""Commands on the whole database: migrate, sync (``beat_schedule`` -> database) and status."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+import click
+
+from ..api import ScheduleInfo
+from ..beat_schedule import definitions_from_app
+from ..store.database import check_schema
+from ..store.database import migrate as migrate_schema
+from ..store.manage import sync_config
+from . import _pending
+from ._common import (
+    DBeatCommand,
+    age_text,
+    echo_json,
+    echo_table,
+    is_terminal,
+    iso,
+    runtime,
+    seconds_text,
+)
+
+__all__ = ["migrate", "status", "sync"]
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+@click.command(cls=DBeatCommand)
+@click.option(
+    "--check", is_flag=True, help="Only check that the schema is current (exit 4 if it is not)."
+)
+def migrate(check: bool) -> None:
+    """Create or upgrade the celery-dbeat tables (beat does it at start-up by default)."""
+    state = runtime()
+    with state.schedules(check=False) as schedules:
+        engine = schedules.store.engine
+        if check:
+            revision = check_schema(engine)
+            click.echo(f"schema of {state.masked_url} is current (revision {revision})")
+            return
+        if is_terminal():
+            click.echo(f"upgrading the schema of {state.masked_url} ...", err=True)
+        revision = migrate_schema(engine)
+    click.echo(f"schema of {state.masked_url} is at revision {revision} (current)")
+
+
+@click.command(cls=DBeatCommand)
+@json_option
+def sync(as_json: bool) -> None:
+    """Copy the app's beat_schedule into the database, as beat does at start-up.
+
+    Entries are created or updated by name (an unchanged entry is not touched); schedules that
+    left beat_schedule are disabled, never deleted with their history.
+    """
+    state = runtime()
+    definitions = definitions_from_app(state.app)
+    with state.schedules() as schedules:
+        if is_terminal() and len(definitions) > 100:
+            click.echo(f"syncing {len(definitions)} entries ...", err=True)
+        report = sync_config(schedules.store, definitions, schedules.clock.now())
+    if as_json:
+        echo_json(asdict(report))
+        return
+    counts = ", ".join(
+        f"{key} {len(getattr(report, key))}"
+        for key in ("created", "updated", "unchanged", "disabled")
+    )
+    click.echo(f"synced {len(definitions)} beat_schedule entries: {counts}")
+    if report.conflicts:
+        click.echo(
+            "not synced, the name belongs to a schedule made outside beat_schedule: "
+            + ", ".join(report.conflicts),
+            err=True,
+        )
+
+
+@click.command(cls=DBeatCommand)
+@click.option("--next", "next_count", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many upcoming fires to show.")  # fmt: skip
+@json_option
+def status(next_count: int, as_json: bool) -> None:
+    """Live beats, the due backlog, the next fires and the schedules in error.
+
+    A beat is live when its heartbeat is at most 3 x dbeat_max_interval old.
+    """
+    state = runtime()
+    live_within = 3 * state.settings.max_interval
+    with state.schedules() as schedules:
+        now = schedules.clock.now()
+        beats = _pending.beats(schedules)
+        infos = schedules.list()
+    backlog = _pending.due(infos, now)
+    upcoming = _pending.upcoming(infos, now, next_count)
+    failing = _pending.failing(infos)
+    states = Counter(info.state for info in infos)
+    beat_rows = [
+        {
+            "name": b.name,
+            "hostname": b.hostname,
+            "pid": b.pid,
+            "version": b.version,
+            "started_at": iso(b.started_at),
+            "last_seen_at": iso(b.last_seen_at),
+            "age_seconds": round((now - b.last_seen_at).total_seconds(), 3),
+            "live": now - b.last_seen_at <= live_within,
+        }
+        for b in beats
+    ]
+
+    def brief(info: ScheduleInfo) -> dict[str, Any]:
+        return {"name": info.name, "task": info.task, "next_run_at": iso(info.next_run_at)}
+
+    data = {
+        "database": state.masked_url,
+        "now": iso(now),
+        "live_within_seconds": live_within.total_seconds(),
+        "live_beats": sum(1 for b in beat_rows if b["live"]),
+        "beats": beat_rows,
+        "schedules": {
+            "total": len(infos),
+            **{key: states[key] for key in ("active", "paused", "finished", "error")},
+        },
+        "backlog": {
+            "count": len(backlog),
+            "oldest_next_run_at": iso(backlog[0].next_run_at) if backlog else None,
+            "schedules": [brief(info) for info in backlog[:10]],
+        },
+        "next_fires": [brief(info) for info in upcoming],
+        "errors": [{"name": i.name, "task": i.task, "last_error": i.last_error} for i in failing],
+    }
+    if as_json:
+        echo_json(data)
+        return
+    _print_status(data, beats, now)
+
+
+def _print_status(data: dict[str, Any], beats: list[_pending.BeatInfo], now: datetime) -> None:
+    silent = len(beats) - data["live_beats"]
+    window = seconds_text(data["live_within_seconds"])
+    counts = data["schedules"]
+    backlog = data["backlog"]
+    click.echo(f"database   {data['database']}")
+    click.echo(f"now        {data['now']}")
+    click.echo(
+        f"beats      {data['live_beats']} live, {silent} silent (live: seen within {window})"
+    )
+    echo_table(
+        ["  NAME", "HOST", "PID", "VERSION", "STARTED (UTC)", "LAST SEEN", "STATE"],
+        (
+            [f"  {b.name}", b.hostname, b.pid, b.version, b.started_at,
+             age_text(now - b.last_seen_at), "live" if row["live"] else "silent"]
+            for b, row in zip(beats, data["beats"], strict=True)
+        ),
+    )  # fmt: skip
+    click.echo(
+        f"schedules  {counts['total']}: {counts['active']} active, {counts['paused']} paused, "
+        f"{counts['finished']} finished, {counts['error']} in error"
+    )
+    oldest = backlog["oldest_next_run_at"]
+    click.echo(
+        f"backlog    {backlog['count']} due" + (f", oldest since {oldest}" if oldest else "")
+    )
+    rows = [[f"  {s['next_run_at']}", s["name"], s["task"]] for s in data["next_fires"]]
+    if rows:
+        click.echo("next fires")
+        echo_table(["  NEXT RUN (UTC)", "NAME", "TASK"], rows)
+    if data["errors"]:
+        click.echo("errors")
+        echo_table(
+            ["  NAME", "LAST ERROR"],
+            ([f"  {e['name']}", _shorten(e["last_error"])] for e in data["errors"]),
+        )
+
+
+def _shorten(text: str, limit: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

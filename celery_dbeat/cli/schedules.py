@@ -1,0 +1,324 @@
+"""Commands on single schedules: add, update, remove, pause, resume, trigger, list, show, history,
+preview. Each is a thin call of :class:`celery_dbeat.api.Schedules`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import click
+
+from ..api import FireInfo, ScheduleInfo, preview_spec
+from ..clock import SystemClock
+from ..definitions import definition_from_form
+from ..specs import Cron, Every, Once
+from ._common import DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
+from ._forms import (
+    KIND_OF_OPTION,
+    api_fields,
+    build,
+    edit_form,
+    field_options,
+    form_of,
+    schedule_json,
+    spec_of,
+    spec_options,
+    spec_text,
+)
+
+__all__ = [
+    "add",
+    "history",
+    "list_",
+    "pause",
+    "preview",
+    "remove",
+    "resume",
+    "show",
+    "trigger",
+    "update",
+]
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def _summary(verb: str, info: ScheduleInfo) -> str:
+    return (
+        f"{verb} {info.name!r}: {spec_text(info)}; {info.state}, next run {iso(info.next_run_at)}"
+    )
+
+
+class Instant(click.ParamType):  # type: ignore[type-arg]
+    """An ISO-8601 instant with an offset (``Z`` allowed), as an aware datetime."""
+
+    name = "instant"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, datetime):
+            return value
+        try:
+            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(f"{value!r} is not an ISO-8601 instant such as 2024-03-09T00:00:00Z")
+        if parsed.tzinfo is None:
+            self.fail(f"{value!r} needs a time zone offset, e.g. +00:00 or Z")
+        return parsed
+
+
+# Writes ----------------------------------------------------------------------------------------
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@click.argument("task")
+@spec_options
+@field_options
+@click.option("--disabled", is_flag=True, help="Create it paused.")
+def add(
+    name: str, task: str, disabled: bool, queue: str | None, priority: int | None, **given: Any
+) -> None:
+    """Create schedule NAME that sends TASK.
+
+    Give exactly one of --cron, --every or --at. Durations: 30s, 5m, 1h30m; instants: ISO-8601
+    with an offset (2025-01-31T09:00:00+01:00 or ...Z); JSON options as JSON text.
+    """
+    if not any(given.get(option) is not None for option in KIND_OF_OPTION):
+        raise click.UsageError("give one of --cron, --every or --at")
+    form = edit_form({"name": name, "task": task, "enabled": not disabled}, given)
+    definition = build(form, queue=queue, priority=priority)
+    with runtime().schedules() as schedules:
+        info = schedules.add(definition.name, enabled=definition.enabled, **api_fields(definition))
+    click.echo(_summary("added", info))
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@click.option("--task", help="The task to send.")
+@spec_options
+@field_options
+@click.option(
+    "--enabled/--disabled", default=None, help="Resume (no catch-up) or pause it as well."
+)
+def update(
+    name: str,
+    task: str | None,
+    enabled: bool | None,
+    queue: str | None,
+    priority: int | None,
+    **given: Any,
+) -> None:
+    """Change some fields of schedule NAME; the others keep their value.
+
+    A change of timing (spec, bounds) recomputes the next run from now; any other change keeps
+    it. An empty string clears an optional field (--end-at "").
+    """
+    with runtime().schedules() as schedules:
+        before = schedules.get(name)
+        form = edit_form(form_of(before), given)
+        if task is not None:
+            form["task"] = task
+        definition = build(form, queue=queue, priority=priority)
+        info = schedules.update(name, **api_fields(definition))
+        if enabled is True and not info.enabled:
+            info = schedules.resume(info.name)
+        elif enabled is False and info.enabled:
+            info = schedules.pause(info.name)
+    changed = info.version != before.version
+    click.echo(_summary("updated" if changed else "unchanged", info))
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+def remove(name: str) -> None:
+    """Delete schedule NAME and its fire history."""
+    with runtime().schedules() as schedules:
+        info = schedules.get(name)
+        schedules.remove(name)
+    click.echo(f"removed {name!r} and its fire history")
+    if info.origin == "config":
+        click.echo(
+            f"note: {name!r} is in beat_schedule and comes back at the next sync; remove it "
+            "from beat_schedule instead (that disables it and keeps its history)",
+            err=True,
+        )
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+def pause(name: str) -> None:
+    """Stop schedule NAME from firing until it is resumed."""
+    with runtime().schedules() as schedules:
+        click.echo(_summary("paused", schedules.pause(name)))
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@click.option(
+    "--catch-up",
+    is_flag=True,
+    help="Send the slots missed while paused, through the schedule's misfire policy.",
+)
+def resume(name: str, catch_up: bool) -> None:
+    """Let schedule NAME fire again, from its next slot after now (unless --catch-up)."""
+    with runtime().schedules() as schedules:
+        click.echo(_summary("resumed", schedules.resume(name, catch_up=catch_up)))
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@json_option
+def trigger(name: str, as_json: bool) -> None:
+    """Fire schedule NAME once now, outside its schedule; prints the task id."""
+    state = runtime()
+    with state.schedules() as schedules:
+        task_id = schedules.trigger(name)
+    if as_json:
+        echo_json({"name": name, "task_id": task_id})
+        return
+    wait = seconds_text(state.settings.max_interval.total_seconds())
+    click.echo(f"triggered {name!r}: task id {task_id} (a running beat sends it within {wait})")
+
+
+# Reads -----------------------------------------------------------------------------------------
+
+
+@click.command("list", cls=DBeatCommand)
+@click.option("--enabled/--paused", "enabled", default=None, help="Only enabled or paused ones.")
+@click.option("--search", metavar="TEXT", help="Only names or tasks containing TEXT.")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many.")
+@json_option
+def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: bool) -> None:
+    """List schedules, by name."""
+    with runtime().schedules() as schedules:
+        infos = schedules.list(enabled=enabled, search=search, limit=limit)
+    if as_json:
+        echo_json([schedule_json(info) for info in infos])
+        return
+    echo_table(
+        ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)"],
+        ([i.name, i.task, spec_text(i), i.state, i.next_run_at] for i in infos),
+        empty="no schedules",
+    )
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@json_option
+def show(name: str, as_json: bool) -> None:
+    """Show every field and the state of schedule NAME."""
+    with runtime().schedules() as schedules:
+        info = schedules.get(name)
+    data = schedule_json(info)
+    if as_json:
+        echo_json(data)
+        return
+    for key in ("every", "misfire_grace"):
+        data[key] = seconds_text(data[key])
+    rows = [[k, v] for k, v in data.items()]
+    rows.insert(2, ["schedule", spec_text(info)])
+    echo_table(["FIELD", "VALUE"], rows)
+
+
+def fire_json(fire: FireInfo) -> dict[str, Any]:
+    return {
+        "slot": iso(fire.slot),
+        "manual": fire.manual,
+        "status": fire.status,
+        "slot_count": fire.slot_count,
+        "first_slot": iso(fire.first_slot),
+        "task_id": fire.task_id,
+        "beat": fire.beat,
+        "recorded_at": iso(fire.recorded_at),
+        "sent_at": iso(fire.sent_at),
+        "lag_seconds": None if fire.lag is None else fire.lag.total_seconds(),
+        "attempts": fire.attempts,
+        "error": fire.error,
+    }
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@json_option
+def history(name: str, limit: int, as_json: bool) -> None:
+    """Show the newest fires of schedule NAME: sent, pending, skipped, dropped or failed."""
+    with runtime().schedules() as schedules:
+        fires = schedules.history(name, limit=limit)
+    if as_json:
+        echo_json([fire_json(fire) for fire in fires])
+        return
+    rows = []
+    for f in fires:
+        slots = f"{f.slot_count} slots from {iso(f.first_slot)}" if f.slot_count > 1 else ""
+        rows.append(
+            [
+                f.slot,
+                "manual" if f.manual else "slot",
+                f.status,
+                f.task_id,
+                f.beat,
+                f.sent_at,
+                seconds_text(None if f.lag is None else f.lag.total_seconds()),
+                " ".join(filter(None, [slots, f.error or ""])) or None,
+            ]
+        )
+    echo_table(
+        ["SLOT (UTC)", "KIND", "STATUS", "TASK ID", "BEAT", "SENT (UTC)", "LAG", "NOTE"],
+        rows,
+        empty=f"no fires recorded for {name!r} yet",
+    )
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name", required=False)
+@spec_options
+@click.option("--start-at", metavar="INSTANT", help="Ad-hoc spec: first instant a slot may have.")
+@click.option("--end-at", metavar="INSTANT", help="Ad-hoc spec: last instant a slot may have.")
+@click.option("--after", type=Instant(), help="Slots strictly after this instant (default: now).")
+@click.option("--count", type=int, default=5, show_default=True, help="How many slots.")
+@click.option("-v", "--verbose", is_flag=True, help="Add the local time in the schedule's zone.")
+@json_option
+def preview(
+    name: str | None,
+    after: datetime | None,
+    count: int,
+    verbose: bool,
+    as_json: bool,
+    **given: Any,
+) -> None:
+    """Print the next slots of schedule NAME, or of an ad-hoc spec (--cron/--every/--at), one
+    UTC instant per line."""
+    state = runtime()
+    adhoc = {k: v for k, v in given.items() if v is not None}
+    if name is not None and adhoc:
+        raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at), not both")
+    if name is None:
+        if not any(option in adhoc for option in KIND_OF_OPTION):
+            raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at)")
+        definition = definition_from_form(edit_form({"name": "preview", "task": "preview"}, adhoc))
+        spec: Cron | Every | Once | None = spec_of(definition)
+        assert spec is not None
+        slots = preview_spec(
+            spec,
+            count=count,
+            after=after or SystemClock().now(),
+            start_at=definition.start_at,
+            end_at=definition.end_at,
+        )
+    else:
+        with state.schedules() as schedules:
+            spec = schedules.get(name).schedule
+            slots = schedules.preview(name, count=count, after=after)
+    zone = ZoneInfo(spec.timezone if isinstance(spec, Cron) else "UTC")
+    locals_ = [slot.astimezone(zone) for slot in slots]
+    if as_json:
+        echo_json(
+            [
+                {"slot": iso(slot), "local": local.isoformat(), "timezone": zone.key}
+                for slot, local in zip(slots, locals_, strict=True)
+            ]
+        )
+        return
+    for slot, local in zip(slots, locals_, strict=True):
+        click.echo(f"{iso(slot)}  {local.isoformat()} {local.tzname()}" if verbose else iso(slot))

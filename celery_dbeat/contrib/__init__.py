@@ -1,0 +1,1 @@
+"""Integrations with web frameworks. They depend on the core; nothing in the core imports them."""

@@ -1,0 +1,198 @@
+"""Where a Django project keeps its schedules, and the management API over them.
+
+By default the tables live in Django's own database (``DBEAT_DATABASE_ALIAS``, default
+``"default"``) and the SQLAlchemy URL is built from its ``DATABASES`` entry. A project that keeps
+them elsewhere sets ``CELERY_DBEAT_DATABASE_URL`` (the key its Celery app reads with
+``namespace="CELERY"``), or sets ``dbeat_database_url`` on its Celery app, and points
+``DBEAT_DATABASE_ALIAS`` at a ``DATABASES`` entry for the same database so the admin can read it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+import sqlalchemy as sa
+
+from celery_dbeat.api import Schedules
+from celery_dbeat.config import Settings
+from celery_dbeat.errors import ConfigurationError
+
+__all__ = ["database_alias", "database_url", "dbeat_settings", "reset", "same_database", "schedules"]
+
+#: Django database engines and the SQLAlchemy driver celery-dbeat uses for each.
+DRIVERS = {
+    "django.db.backends.postgresql": "postgresql+psycopg",
+    "django.contrib.gis.db.backends.postgis": "postgresql+psycopg",
+    "django.db.backends.mysql": "mysql+pymysql",
+    "django.contrib.gis.db.backends.mysql": "mysql+pymysql",
+    "django.db.backends.sqlite3": "sqlite",
+    "django.contrib.gis.db.backends.spatialite": "sqlite",
+}
+#: ``OPTIONS`` keys carried into the URL's query (the driver accepts them under the same name).
+#: Others (``pool``, ``isolation_level``, ``init_command``, ``ssl`` dicts...) are not: set
+#: ``CELERY_DBEAT_DATABASE_URL`` and ``CELERY_DBEAT_ENGINE_OPTIONS`` yourself for those.
+QUERY_OPTIONS = {
+    "postgresql": (
+        "sslmode",
+        "sslrootcert",
+        "sslcert",
+        "sslkey",
+        "connect_timeout",
+        "application_name",
+        "target_session_attrs",
+        "options",
+        "service",
+        "passfile",
+    ),
+    "mysql": ("charset", "connect_timeout", "read_default_file", "read_default_group"),
+    "sqlite": (),
+}
+
+
+def database_alias() -> str:
+    """The Django database alias holding celery-dbeat's tables (``DBEAT_DATABASE_ALIAS``)."""
+    from django.conf import settings
+
+    alias = getattr(settings, "DBEAT_DATABASE_ALIAS", "default")
+    if alias not in settings.DATABASES:
+        raise ConfigurationError(
+            "DBEAT_DATABASE_ALIAS", alias, f"is not in DATABASES ({', '.join(settings.DATABASES)})"
+        )
+    return str(alias)
+
+
+def database_url(database: str | Mapping[str, Any] | None = None) -> str:
+    """The SQLAlchemy URL of a Django database: an entry of ``DATABASES`` (usable in
+    ``settings.py`` itself) or an alias (default: :func:`database_alias`).
+
+    ``postgresql`` becomes ``postgresql+psycopg``, ``mysql`` ``mysql+pymysql`` and ``sqlite3``
+    ``sqlite:///NAME``. Given an alias, the live connection settings are used, so a test runner's
+    ``test_`` database is followed.
+    """
+    if database is None or isinstance(database, str):
+        from django.db import connections
+
+        alias = database_alias() if database is None else database
+        where = f"DATABASES[{alias!r}]"
+        entry: Mapping[str, Any] = connections[alias].settings_dict
+    else:
+        where, entry = "DATABASES[...]", database
+    engine = entry.get("ENGINE", "")
+    driver = DRIVERS.get(engine)
+    if driver is None:
+        raise ConfigurationError(
+            f"{where}['ENGINE']",
+            engine,
+            "celery-dbeat supports postgresql, mysql and sqlite3 databases; "
+            "set CELERY_DBEAT_DATABASE_URL to another SQLAlchemy URL",
+        )
+    name = entry.get("NAME")
+    if driver == "sqlite":
+        path = os.fspath(name) if name else ""
+        if path in ("", ":memory:") or path.startswith("file::memory:"):
+            raise ConfigurationError(
+                f"{where}['NAME']",
+                name,
+                "an in-memory SQLite database cannot be shared with beat; use a file",
+            )
+        return f"sqlite:///{path}"
+    backend = driver.split("+")[0]
+    options = entry.get("OPTIONS") or {}
+    query = {
+        key: str(options[key]) for key in QUERY_OPTIONS[backend] if options.get(key) is not None
+    }
+    host = entry.get("HOST") or None
+    if host and host.startswith("/"):  # a Unix socket directory (PostgreSQL) or file (MySQL)
+        query["host" if backend == "postgresql" else "unix_socket"] = host
+        host = None
+    port = entry.get("PORT")
+    url = sa.URL.create(
+        driver,
+        username=entry.get("USER") or None,
+        password=entry.get("PASSWORD") or None,
+        host=host,
+        port=int(port) if port not in (None, "") else None,
+        database=os.fspath(name) if name else None,
+        query=query,
+    )
+    return url.render_as_string(hide_password=False)
+
+
+def same_database(first: str, second: str) -> bool:
+    """Whether two SQLAlchemy URLs name the same database (drivers and passwords aside)."""
+    a, b = sa.make_url(first), sa.make_url(second)
+    if a.get_backend_name() != b.get_backend_name():
+        return False
+    if a.get_backend_name() == "sqlite":
+        return os.path.abspath(a.database or "") == os.path.abspath(b.database or "")
+    return (a.host or "localhost", a.port, a.database, a.query.get("host")) == (
+        b.host or "localhost",
+        b.port,
+        b.database,
+        b.query.get("host"),
+    )
+
+
+def _celery_app() -> Any:
+    """The project's Celery app if one was created in this process (never Celery's fallback)."""
+    from celery import _state
+
+    return getattr(_state._tls, "current_app", None)
+
+
+def dbeat_settings() -> Settings:
+    """celery-dbeat's settings for this Django project.
+
+    ``CELERY_DBEAT_*`` Django settings when ``CELERY_DBEAT_DATABASE_URL`` is among them; else the
+    current Celery app's ``dbeat_*`` settings when it sets ``dbeat_database_url``; else the
+    ``CELERY_DBEAT_*`` settings with the URL of :func:`database_alias`'s database.
+    """
+    from django.conf import settings
+
+    names = [f.name for f in fields(Settings)]
+    values = {
+        name: getattr(settings, f"CELERY_DBEAT_{name.upper()}")
+        for name in names
+        if getattr(settings, f"CELERY_DBEAT_{name.upper()}", None) is not None
+    }
+    app = _celery_app()
+    if "database_url" not in values and app is not None and app.conf.get("dbeat_database_url"):
+        values = {
+            name: app.conf.get(f"dbeat_{name}")
+            for name in names
+            if app.conf.get(f"dbeat_{name}") is not None
+        }
+    values.setdefault("database_url", database_url())
+    return Settings.from_mapping(values)
+
+
+_lock = threading.Lock()
+_cache: dict[tuple[Any, ...], Schedules] = {}
+
+
+def schedules() -> Schedules:
+    """The management API on this project's schedule database; one engine per process."""
+    config = dbeat_settings()
+    key = (config.database_url, repr(sorted(config.engine_options.items())))
+    with _lock:
+        api = _cache.get(key)
+        if api is None:
+            from celery_dbeat.store.queries import Store
+
+            store = Store(config.database_url, engine_options=dict(config.engine_options))
+            api = _cache[key] = Schedules(store)
+            api._owns = True  # closing it disposes of the engine it made
+    return api
+
+
+def reset() -> None:
+    """Close the cached APIs and their engines (settings changed, or at shutdown)."""
+    with _lock:
+        cached = list(_cache.values())
+        _cache.clear()
+    for api in cached:
+        api.close()

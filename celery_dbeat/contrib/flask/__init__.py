@@ -1,0 +1,88 @@
+"""Flask-Admin views for celery-dbeat: schedules (list, filters, search, forms, pause, resume,
+run now, delete) and their fire history, for a Flask app you already have::
+
+    from flask_admin import Admin
+    from celery_dbeat.contrib.flask import init_admin
+
+    admin = Admin(app, name="Ops", url="/admin")
+    init_admin(admin, "postgresql+psycopg://.../proj", is_accessible=lambda: current_user.is_admin)
+
+Writes go through :class:`celery_dbeat.api.Schedules`, like the CLI's. Nothing is open by
+default: ``is_accessible`` is required and asked on every request; ``on_refused`` answers a
+refused one (default 403). Install with ``pip install "celery-dbeat[flask]"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+try:
+    import flask_admin  # type: ignore[import-untyped]
+    import flask_admin.contrib.sqla  # type: ignore[import-untyped]  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    # Flask-Admin's SQLAlchemy views import Flask-SQLAlchemy, which its "sqlalchemy" extra brings.
+    raise ImportError(
+        "celery_dbeat.contrib.flask needs Flask and Flask-Admin with its SQLAlchemy extra: "
+        f'pip install "celery-dbeat[flask]" ({exc})'
+    ) from exc
+
+from flask.typing import ResponseReturnValue
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import sessionmaker
+
+from ...api import Schedules
+from .views import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, FireView, ScheduleView
+
+__all__ = [
+    "FIRES_ENDPOINT",
+    "SCHEDULES_ENDPOINT",
+    "Access",
+    "AdminViews",
+    "FireView",
+    "ScheduleView",
+    "init_admin",
+]
+
+
+@dataclass(frozen=True)
+class AdminViews:
+    """What :func:`init_admin` registered."""
+
+    schedules: ScheduleView
+    fires: FireView
+    #: The management API the views write through.
+    api: Schedules
+
+
+def init_admin(
+    admin: flask_admin.Admin,
+    schedules: Schedules | Engine | str,
+    *,
+    is_accessible: Callable[[], bool],
+    on_refused: Callable[[], ResponseReturnValue] | None = None,
+    category: str | None = "Schedules",
+) -> AdminViews:
+    """Add the schedule and fire-history views to ``admin``.
+
+    ``schedules`` is the management API to write through, or the engine or URL of the schedule
+    database (the tables must exist: beat creates them at start-up, or call
+    :func:`celery_dbeat.store.migrate`). An engine or URL given here stays open for the life of
+    the app. The views read through their own ORM session on the same engine.
+
+    ``is_accessible`` is the host's access rule, called on every request (for example
+    ``lambda: current_user.is_authenticated and current_user.is_admin``); ``on_refused`` returns
+    the response to a refused request (a redirect to your login page, a 401); default 403.
+    The views are at ``<admin url>/schedules/`` and ``<admin url>/fires/``, endpoints
+    ``dbeat_schedules`` and ``dbeat_fires``, under the menu ``category`` (``None``: top level).
+    """
+    api = schedules if isinstance(schedules, Schedules) else Schedules(schedules)
+    session = AdminSession(
+        sessionmaker(bind=api.store.engine, autoflush=False, expire_on_commit=False)
+    )
+    access = Access(is_accessible, on_refused)
+    fires = FireView(session, access, category=category)
+    schedule_view = ScheduleView(api, session, access, history=fires, category=category)
+    admin.add_view(schedule_view)
+    admin.add_view(fires)
+    return AdminViews(schedule_view, fires, api)

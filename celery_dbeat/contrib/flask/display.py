@@ -1,0 +1,107 @@
+"""How schedules and fires read in the admin: instants, durations, spec summaries, states.
+
+Plain functions of stored rows, no Flask: the views wrap them into column formatters.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from ...store.models import Fire, FireStatus, Schedule
+
+__all__ = [
+    "STATES",
+    "duration",
+    "fire_outcome",
+    "instant",
+    "local_instant",
+    "schedule_state",
+    "spec_summary",
+]
+
+#: A schedule's state, as ``celery_dbeat.api.ScheduleInfo.state`` computes it.
+STATES = ("active", "paused", "finished", "error")
+
+
+def instant(value: datetime | None) -> str:
+    """``2024-05-06 09:00:00 UTC``; sub-second parts are left to the lag column."""
+    if value is None:
+        return ""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def local_instant(value: datetime, zone: str) -> str:
+    """``value`` on the wall clock of ``zone``, with its abbreviation and offset."""
+    local = value.astimezone(ZoneInfo(zone))
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z (%z)")
+
+
+def duration(delta: timedelta) -> str:
+    """``250 ms``, ``2.5 s``, ``30 s``, ``1 h 30 min``."""
+    total = delta.total_seconds()
+    sign = "-" if total < 0 else ""
+    seconds = abs(total)
+    if seconds < 1:
+        return f"{sign}{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{sign}{seconds:.3g} s"
+    parts = []
+    rest = round(seconds)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1)):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count} {unit}")
+    return sign + " ".join(parts)
+
+
+def spec_summary(row: Schedule) -> str:
+    """One line saying when the schedule fires, e.g. ``cron 30 9 * * 1-5 (America/New_York)``."""
+    if row.kind == "cron":
+        text = f"cron {row.cron}"
+        details = [row.timezone] if row.timezone and row.timezone != "UTC" else []
+        details += [
+            f"{label}={value}"
+            for label, value in (
+                ("dst_gap", row.dst_gap),
+                ("dst_fold", row.dst_fold),
+                ("days", row.cron_days),
+            )
+            if value
+        ]
+        if details:
+            text += f" ({', '.join(details)})"
+    elif row.kind == "interval" and row.every is not None:
+        text = f"every {duration(timedelta(seconds=row.every))}"
+    elif row.kind == "once":
+        text = f"once at {instant(row.run_at)}"
+    else:
+        text = row.kind
+    if row.start_at is not None:
+        text += f", from {instant(row.start_at)}"
+    if row.end_at is not None:
+        text += f", until {instant(row.end_at)}"
+    if row.max_runs is not None:
+        text += f", at most {row.max_runs} run{'s' if row.max_runs != 1 else ''}"
+    return text
+
+
+def schedule_state(row: Schedule) -> str:
+    """``finished``, ``error``, ``active`` or ``paused`` (first that applies)."""
+    if row.finished_at is not None:
+        return "finished"
+    if row.last_error is not None:
+        return "error"
+    return "active" if row.enabled else "paused"
+
+
+def fire_outcome(fire: Fire) -> str:
+    """The status, with what a row stands for: ``sent (run now)``, ``dropped (3 slots ...)``."""
+    if fire.manual:
+        return f"{fire.status} (run now)"
+    if (
+        fire.status in (FireStatus.SKIPPED.value, FireStatus.DROPPED.value)
+        and fire.slot_count > 1
+    ):
+        return f"{fire.status} ({fire.slot_count} slots from {instant(fire.first_slot)})"
+    return fire.status

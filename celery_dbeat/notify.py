@@ -1,0 +1,127 @@
+"""Change notifications: writes wake every running beat at once instead of at its next poll.
+
+Writers (the management API and every surface built on it) ``PUBLISH`` on a Redis channel after
+they commit; beats wait on that channel between ticks. A notification carries no data and makes
+beat reload nothing: it only ends the wait early, and the next tick's ordinary due query sees the
+change. A burst of notifications is drained at once, so 10,000 edits cost one wake-up. Without
+Redis, or while it is down, beats simply poll every ``dbeat_max_interval``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from celery.utils.log import get_logger
+
+from .config import mask_url
+
+try:
+    import redis
+except ImportError:  # pragma: no cover - depends on the environment
+    redis = None  # type: ignore[assignment]
+
+__all__ = ["ChangeListener", "ChangeNotifier", "channel_name"]
+
+logger = get_logger(__name__)
+
+_RETRY_SUBSCRIBE = 30.0
+
+
+def channel_name(prefix: str) -> str:
+    return f"{prefix}changes"
+
+
+def _client(target: Any) -> tuple[Any, bool]:
+    if isinstance(target, str):
+        if redis is None:
+            raise ImportError("change notifications need redis: pip install 'celery-dbeat[redis]'")
+        return redis.Redis.from_url(target, socket_timeout=2, socket_connect_timeout=2), True
+    return target, False
+
+
+class ChangeNotifier:
+    """Publishes "something changed". Never raises: a lost notification only costs latency."""
+
+    def __init__(self, target: Any, *, prefix: str = "dbeat:") -> None:
+        self.client, self._owns = _client(target)
+        self.channel = channel_name(prefix)
+
+    def notify(self) -> None:
+        try:
+            self.client.publish(self.channel, b"1")
+        except Exception as exc:  # beats fall back to polling
+            logger.debug("dbeat: change notification not sent: %s", exc)
+
+    def close(self) -> None:
+        if self._owns:
+            self.client.close()
+
+
+class ChangeListener:
+    """Waits between ticks until the timeout or a change notification, whichever comes first."""
+
+    def __init__(self, url: str, *, prefix: str = "dbeat:") -> None:
+        self.url = url
+        self.channel = channel_name(prefix)
+        self.client, _ = _client(url)
+        self._pubsub: Any = None
+        self._retry_at = 0.0
+        self._down = False
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds; return True if woken by a change."""
+        deadline = time.monotonic() + timeout
+        pubsub = self._subscribed()
+        if pubsub is None:
+            time.sleep(max(timeout, 0.0))
+            return False
+        try:
+            while (remaining := deadline - time.monotonic()) > 0:
+                message = pubsub.get_message(ignore_subscribe_messages=True, timeout=remaining)
+                if message is not None:
+                    self._drain(pubsub)
+                    return True
+        except Exception as exc:  # poll until Redis is back
+            self._lost(exc)
+            time.sleep(max(deadline - time.monotonic(), 0.0))
+        return False
+
+    def close(self) -> None:
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                self._pubsub.close()
+        self.client.close()
+
+    def _subscribed(self) -> Any:
+        if self._pubsub is not None:
+            return self._pubsub
+        if time.monotonic() < self._retry_at:
+            return None
+        try:
+            pubsub = self.client.pubsub()
+            pubsub.subscribe(self.channel)
+        except Exception as exc:
+            self._lost(exc)
+            return None
+        if self._down:
+            logger.warning("dbeat: change notifications from %s resumed", mask_url(self.url))
+            self._down = False
+        self._pubsub = pubsub
+        return pubsub
+
+    def _drain(self, pubsub: Any) -> None:
+        while pubsub.get_message(ignore_subscribe_messages=True, timeout=0) is not None:
+            pass
+
+    def _lost(self, exc: Exception) -> None:
+        if not self._down:
+            logger.warning(
+                "dbeat: change notifications from %s unavailable (%s); polling every tick",
+                mask_url(self.url),
+                exc,
+            )
+            self._down = True
+        self._pubsub = None
+        self._retry_at = time.monotonic() + _RETRY_SUBSCRIBE

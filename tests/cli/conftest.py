@@ -1,0 +1,114 @@
+"""CLI fixtures: a Celery app on a real database, and ``cli(...)`` to run ``celery dbeat ...``
+in-process the way Celery does (the ``dbeat`` group with Celery's ``CLIContext`` as ``ctx.obj``).
+
+``sqlite_url`` is a private SQLite file (most tests); ``database_url`` (tests/conftest.py) runs a
+test on SQLite, PostgreSQL and MariaDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery import Celery
+from celery.bin.base import CLIContext
+from click.testing import CliRunner, Result
+
+from celery_dbeat.api import Schedules
+from celery_dbeat.cli import dbeat
+from celery_dbeat.clock import FixedClock
+from celery_dbeat.store import migrate
+from celery_dbeat.store.queries import Store
+
+UTC = timezone.utc
+
+
+def make_app(url: str, **conf: Any) -> Celery:
+    app = Celery("proj", set_as_current=False)
+    app.conf.update(dbeat_database_url=url, **conf)
+    return app
+
+
+@dataclass
+class Cli:
+    """Runs ``celery -A app dbeat ARGS`` in-process; ``app`` may be changed between calls."""
+
+    app: Celery
+
+    def __call__(self, *args: str, input: str | None = None) -> Result:
+        context = CLIContext(app=self.app, no_color=True, workdir=None)
+        return CliRunner().invoke(dbeat, list(args), obj=context, input=input)
+
+    def ok(self, *args: str, input: str | None = None) -> str:
+        """Run; assert success and nothing on stderr; return stdout."""
+        result = self(*args, input=input)
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exc_info
+        )
+        assert (result.exit_code, result.stderr) == (0, ""), result.output
+        return result.stdout
+
+    def fails(self, *args: str, code: int, fragment: str = "", input: str | None = None) -> str:
+        """Run; assert exit ``code`` with exactly one ``Error: ...`` line on stderr holding
+        ``fragment``, no traceback and nothing on stdout; return that line."""
+        result = self(*args, input=input)
+        assert isinstance(result.exception, SystemExit), result.exc_info
+        assert result.exit_code == code, result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("Error: "), lines[0]
+        assert fragment in lines[0]
+        assert result.stdout == ""
+        return lines[0]
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'schedules.sqlite3'}"
+
+
+def _migrated(url: str) -> str:
+    store = Store(url)
+    migrate(store.engine)
+    store.close()
+    return url
+
+
+@pytest.fixture
+def cli(sqlite_url: str) -> Cli:
+    """The CLI on a migrated SQLite database."""
+    return Cli(make_app(_migrated(sqlite_url)))
+
+
+@pytest.fixture
+def cli_any(database_url: str) -> Cli:
+    """The CLI on a migrated database of each backend."""
+    return Cli(make_app(_migrated(database_url)))
+
+
+@pytest.fixture
+def api_at(cli: Cli) -> Iterator[Callable[[datetime], Schedules]]:
+    """``api_at(t)``: the management API on the CLI's database with its clock stopped at ``t``
+    (to make schedules that are due, or fires in the past)."""
+    opened: list[Schedules] = []
+
+    def make(now: datetime) -> Schedules:
+        opened.append(Schedules(cli.app.conf.dbeat_database_url, clock=FixedClock(now)))
+        return opened[-1]
+
+    yield make
+    for schedules in opened:
+        schedules.close()
+
+
+def utc_now() -> datetime:
+    """The real time: the CLI reads the system clock, so due/upcoming are relative to it."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def minutes(n: float) -> timedelta:
+    return timedelta(minutes=n)
