@@ -36,6 +36,7 @@ ENTRY_KEYS = frozenset(
         "misfire_policy",
         "misfire_grace",
         "catchup_limit",
+        "jitter",
     }
 )
 
@@ -105,6 +106,7 @@ def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
         misfire_policy=entry.get("misfire_policy"),
         misfire_grace=entry.get("misfire_grace"),
         catchup_limit=entry.get("catchup_limit"),
+        jitter=entry.get("jitter"),
     )
 
 

@@ -39,6 +39,7 @@ TIMING_COLUMNS = (
     "cron_days",
     "start_at",
     "end_at",
+    "jitter",
 )
 #: Columns whose change keeps ``next_run_at``.
 PAYLOAD_COLUMNS = (
@@ -93,6 +94,8 @@ class Definition:
     misfire_policy: str | None = None
     misfire_grace: float | None = None
     catchup_limit: int | None = None
+    #: Deterministic jitter window in seconds.
+    jitter: float | None = None
 
     @classmethod
     def create(
@@ -111,6 +114,7 @@ class Definition:
         misfire_policy: str | MisfirePolicy | None = None,
         misfire_grace: Any = None,
         catchup_limit: int | None = None,
+        jitter: Any = None,
     ) -> Definition:
         """Validate every field; raise :class:`ValidationError` naming the first bad one."""
         _text("name", name, 200)
@@ -144,6 +148,14 @@ class Definition:
                 raise ValidationError("misfire_grace", misfire_grace, str(exc)) from None
             if grace <= 0:
                 raise ValidationError("misfire_grace", misfire_grace, "must be a positive duration")
+        spread = None
+        if jitter is not None:
+            try:
+                spread = parse_duration(jitter).total_seconds()
+            except ValueError as exc:
+                raise ValidationError("jitter", jitter, str(exc)) from None
+            if spread < 0:
+                raise ValidationError("jitter", jitter, "must be a duration >= 0")
         definition = cls(
             name=name,
             task=task,
@@ -158,6 +170,7 @@ class Definition:
             misfire_policy=policy,
             misfire_grace=grace,
             catchup_limit=catchup_limit,
+            jitter=spread or None,
         )
         definition.timing(anchor_at=start_at or _SOME_ANCHOR)
         return definition
@@ -200,6 +213,7 @@ class Definition:
             "misfire_policy": self.misfire_policy,
             "misfire_grace": self.misfire_grace,
             "catchup_limit": self.catchup_limit,
+            "jitter": self.jitter,
         }
 
 
@@ -227,6 +241,7 @@ FORM_FIELDS = (
     "misfire_policy",
     "misfire_grace",
     "catchup_limit",
+    "jitter",
 )
 
 
@@ -324,6 +339,7 @@ def definition_from_form(data: Mapping[str, Any]) -> Definition:
         misfire_policy=None if _blank(data.get("misfire_policy")) else data.get("misfire_policy"),
         misfire_grace=None if _blank(data.get("misfire_grace")) else data.get("misfire_grace"),
         catchup_limit=_whole("catchup_limit", data.get("catchup_limit")),
+        jitter=None if _blank(data.get("jitter")) else data.get("jitter"),
     )
 
 
@@ -355,4 +371,5 @@ def definition_to_form(definition: Definition) -> dict[str, Any]:
         "misfire_policy": definition.misfire_policy,
         "misfire_grace": definition.misfire_grace,
         "catchup_limit": definition.catchup_limit,
+        "jitter": definition.jitter,
     }

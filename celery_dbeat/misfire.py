@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = ["MisfirePolicy", "MisfireRules", "Resolution", "SlotGroup", "resolve"]
 
@@ -41,25 +42,29 @@ class MisfireRules:
     catchup_limit: int = 100
 
 
+#: A slot, or anything standing for one (the planner passes ``(slot, fire_at)`` pairs).
+T = TypeVar("T")
+
+
 @dataclass
-class SlotGroup:
+class SlotGroup(Generic[T]):
     """Consecutive slots sharing an outcome, kept as bounds and a count rather than a list."""
 
-    first: datetime
-    last: datetime
+    first: T
+    last: T
     count: int = 1
 
-    def add(self, slot: datetime) -> None:
+    def add(self, slot: T) -> None:
         self.last = slot
         self.count += 1
 
 
 @dataclass
-class Resolution:
-    send: list[datetime] = field(default_factory=list)  #: slots to publish, ascending
-    skipped: SlotGroup | None = None  #: missed slots the policy chose not to publish
-    dropped: SlotGroup | None = None  #: missed slots older than the grace window
-    next_slot: datetime | None = None  #: first slot after ``now``; ``None`` if none is left
+class Resolution(Generic[T]):
+    send: list[T] = field(default_factory=list)  #: slots to publish, ascending
+    skipped: SlotGroup[T] | None = None  #: missed slots the policy chose not to publish
+    dropped: SlotGroup[T] | None = None  #: missed slots older than the grace window
+    next_slot: T | None = None  #: first slot after ``now``; ``None`` if none is left
 
     @property
     def missed(self) -> int:
@@ -68,37 +73,48 @@ class Resolution:
         )
 
 
-def _add(group: SlotGroup | None, slot: datetime) -> SlotGroup:
+def _add(group: SlotGroup[T] | None, slot: T) -> SlotGroup[T]:
     if group is None:
         return SlotGroup(slot, slot)
     group.add(slot)
     return group
 
 
-def resolve(slots: Iterator[datetime], now: datetime, rules: MisfireRules) -> Resolution:
+def _itself(slot: Any) -> datetime:
+    return cast(datetime, slot)
+
+
+def resolve(
+    slots: Iterable[T],
+    now: datetime,
+    rules: MisfireRules,
+    when: Callable[[T], datetime] = _itself,
+) -> Resolution[T]:
     """Resolve every slot of ``slots`` up to ``now``.
 
     ``slots`` must be ascending and start at the schedule's first unrecorded slot. It is consumed
-    up to and including the first slot after ``now``.
+    up to and including the first slot after ``now``. ``when(slot)`` is the instant a slot is
+    due (the slot itself, or later with jitter); lateness is measured from it.
     """
-    result = Resolution()
-    late: list[datetime] = []
+    result: Resolution[T] = Resolution()
+    late: list[T] = []
     # The newest eligible slots (one more than can be chosen, to know where skipping ends), and
     # the two oldest.
     window = (rules.catchup_limit if rules.policy is MisfirePolicy.ALL else 1) + 1
-    newest: deque[datetime] = deque(maxlen=window)
-    oldest: list[datetime] = []
+    newest: deque[T] = deque(maxlen=window)
+    oldest: list[T] = []
     count = 0
     on_time_from = now - rules.tolerance
     grace_from = None if rules.grace is None else now - rules.grace
 
     for slot in slots:
-        if slot > now:
+        due = when(slot)
+        if due > now:
             result.next_slot = slot
             break
-        if slot >= on_time_from:
+        if due >= on_time_from:
             late.append(slot)
-        elif grace_from is not None and slot < grace_from:
+        elif grace_from is not None and due < grace_from:
             result.dropped = _add(result.dropped, slot)
         else:
             count += 1
@@ -106,7 +122,7 @@ def resolve(slots: Iterator[datetime], now: datetime, rules: MisfireRules) -> Re
             if len(oldest) < 2:
                 oldest.append(slot)
 
-    chosen: list[datetime] = []
+    chosen: list[T] = []
     if count:
         policy = rules.policy
         if policy is MisfirePolicy.SKIP:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from itertools import chain
+from itertools import chain, pairwise
 
 from .errors import ValidationError
 from .misfire import MisfirePolicy, MisfireRules, SlotGroup, resolve
 from .store.models import FireStatus
 from .store.queries import NewFire, ScheduleRow, Transition
 from .timing import Timing, build_timing
+from .timing.jitter import fire_at
 from .validation import parse_args, parse_kwargs, parse_options
 
-__all__ = ["TASK_ID_NAMESPACE", "fire_task_id", "plan", "rules_of", "timing_of"]
+__all__ = ["TASK_ID_NAMESPACE", "due_times", "fire_task_id", "plan", "rules_of", "timing_of"]
 
 TASK_ID_NAMESPACE = uuid.UUID("6c1b3a8e-5d57-4b0f-9a55-2f6a3c0d9e11")
 
@@ -69,10 +71,10 @@ def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
     return MisfireRules(policy, defaults.tolerance, grace, limit)
 
 
-def _group(group: SlotGroup | None, status: FireStatus) -> list[NewFire]:
+def _group(group: SlotGroup[tuple[datetime, datetime]] | None, status: FireStatus) -> list[NewFire]:
     if group is None:
         return []
-    return [NewFire(group.last, status, slot_count=group.count, first_slot=group.first)]
+    return [NewFire(group.last[0], status, slot_count=group.count, first_slot=group.first[0])]
 
 
 def plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
@@ -100,15 +102,18 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition
     if remaining is not None and remaining <= 0:
         return Transition(row, next_run_at=None, finished=True)
 
+    jitter = timedelta(seconds=row.jitter) if row.jitter else None
     if row.next_run_at is None:
         # Asked to compute from now; never before a slot that was already recorded.
         after = now if row.last_slot is None else max(now, row.last_slot)
-        upcoming = timing.first_after(after)
-        return Transition(row, next_run_at=upcoming, finished=upcoming is None)
+        first = next(due_times(row.name, timing.slots_after(after), jitter), None)
+        if first is None:
+            return Transition(row, next_run_at=None, finished=True)
+        return Transition(row, next_run_at=first[0], due_at=first[1] if jitter else None)
 
     slots = chain([row.next_run_at], timing.slots_after(row.next_run_at))
-    result = resolve(slots, now, rules)
-    send = result.send
+    result = resolve(due_times(row.name, slots, jitter), now, rules, when=_due)
+    send = [slot for slot, _ in result.send]
     finished = result.next_slot is None
     if remaining is not None and len(send) >= remaining:
         send, finished = send[:remaining], True
@@ -116,11 +121,31 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition
     fires += _group(result.skipped, FireStatus.SKIPPED)
     fires += _group(result.dropped, FireStatus.DROPPED)
     handled = [f.slot for f in fires]
+    upcoming = None if finished or result.next_slot is None else result.next_slot
     return Transition(
         row,
-        next_run_at=None if finished else result.next_slot,
+        next_run_at=None if upcoming is None else upcoming[0],
+        due_at=None if upcoming is None or jitter is None else upcoming[1],
         fires=fires,
         last_slot=max(handled) if handled else None,
         runs_added=len(send),
         finished=finished,
     )
+
+
+def due_times(
+    name: str, slots: Iterable[datetime], jitter: timedelta | None
+) -> Iterator[tuple[datetime, datetime]]:
+    """``(slot, instant it is due)`` for each slot: the slot itself, or later with jitter."""
+    if jitter is None:
+        for slot in slots:
+            yield slot, slot
+        return
+    ahead: Iterable[datetime | None] = chain(slots, [None])
+    for current, following in pairwise(ahead):
+        assert current is not None
+        yield current, fire_at(name, current, jitter, following)
+
+
+def _due(pair: tuple[datetime, datetime]) -> datetime:
+    return pair[1]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection, Row
 
 from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
 from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
-from ..planning import fire_task_id
+from ..planning import due_times, fire_task_id
 from .models import FireStatus
 from .queries import F, S, Store
 
@@ -44,22 +44,28 @@ CONFIG_ORIGIN = "config"
 REMOVED_ORIGIN = "config:removed"
 
 
-def _first_slot(definition: Definition, anchor: datetime, after: datetime) -> datetime | None:
-    return definition.timing(anchor).first_after(after)
+def _upcoming(definition: Definition, anchor: datetime, after: datetime) -> dict[str, Any]:
+    """``next_run_at`` (first slot after ``after``) and its ``due_at``."""
+    jitter = None if definition.jitter is None else timedelta(seconds=definition.jitter)
+    slots = definition.timing(anchor).slots_after(after)
+    first = next(due_times(definition.name, slots, jitter), None)
+    if first is None:
+        return {"next_run_at": None, "due_at": None}
+    return {"next_run_at": first[0], "due_at": first[1] if jitter else None}
 
 
 def _new_row(definition: Definition, origin: str, now: datetime) -> dict[str, Any]:
     anchor = definition.start_at or now
-    upcoming = _first_slot(definition, anchor, now)
+    upcoming = _upcoming(definition, anchor, now)
     return dict(
         definition.columns(),
+        **upcoming,
         name=definition.name,
         origin=origin,
         config_enabled=definition.enabled if origin == CONFIG_ORIGIN else None,
-        enabled=definition.enabled and upcoming is not None,
+        enabled=definition.enabled and upcoming["next_run_at"] is not None,
         anchor_at=anchor,
-        next_run_at=upcoming,
-        finished_at=None if upcoming is not None else now,
+        finished_at=None if upcoming["next_run_at"] is not None else now,
         run_count=0,
         version=1,
         created_at=now,
@@ -71,13 +77,13 @@ def _retimed(definition: Definition, row: Row[Any], now: datetime) -> dict[str, 
     """Columns that restart a schedule's timing at ``now``, never before a recorded slot."""
     anchor = definition.start_at or now
     after = now if row.last_slot is None else max(now, row.last_slot)
-    upcoming = _first_slot(definition, anchor, after)
-    return {
-        "anchor_at": anchor,
-        "next_run_at": upcoming,
-        "last_error": None,
-        "finished_at": None if upcoming is not None else now,
-    }
+    upcoming = _upcoming(definition, anchor, after)
+    return dict(
+        upcoming,
+        anchor_at=anchor,
+        last_error=None,
+        finished_at=None if upcoming["next_run_at"] is not None else now,
+    )
 
 
 def _changed(definition: Definition, row: Row[Any]) -> tuple[bool, bool]:
@@ -260,7 +266,8 @@ def set_enabled(
         )
     values: dict[str, Any] = {"enabled": True}
     if not catch_up or row.next_run_at is None:
-        values["next_run_at"] = None  # beat computes it from now, never before a recorded slot
+        # Beat computes both from now, never before a recorded slot.
+        values.update(next_run_at=None, due_at=None)
     _write(conn, row, values, now)
     return True
 

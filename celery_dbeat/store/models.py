@@ -84,9 +84,15 @@ class Schedule(Base):
     misfire_grace: Mapped[float | None] = mapped_column(Double)
     catchup_limit: Mapped[int | None] = mapped_column(Integer)
 
+    #: Deterministic jitter window in seconds (``fire_at = slot + H(name, slot) mod jitter``).
+    jitter: Mapped[float | None] = mapped_column(Double)
     #: The next slot: the source of truth for what is due. NULL on an enabled, unfinished row
-    #: without an error asks beat to compute it from now.
+    #: without an error asks beat to compute it (and ``due_at``) from now.
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: Only for schedules with jitter: when the fire of ``next_run_at`` is due. NULL means
+    #: "at next_run_at", so for every other schedule ``next_run_at`` alone says what is due.
+    #: (When editing a jittered row by hand, set both to NULL to have beat recompute them.)
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -95,7 +101,9 @@ class Schedule(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
-    __table_args__ = (Index("ix_dbeat_schedules_due", "enabled", "next_run_at"),)
+    # Serves every query beat makes: due rows without jitter (due_at IS NULL, next_run_at range),
+    # due rows with jitter (due_at range), and rows asking for a recompute (both NULL).
+    __table_args__ = (Index("ix_dbeat_schedules_due", "enabled", "due_at", "next_run_at"),)
 
     def __repr__(self) -> str:
         return f"<Schedule {self.name!r} {self.kind} next={self.next_run_at}>"

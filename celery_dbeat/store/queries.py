@@ -71,6 +71,7 @@ _PLAN_COLUMNS = [
         "catchup_limit",
         "next_run_at",
         "last_slot",
+        "jitter",
         "version",
         "created_at",
     )
@@ -105,6 +106,7 @@ class ScheduleRow:
     catchup_limit: int | None
     next_run_at: datetime | None
     last_slot: datetime | None
+    jitter: float | None
     version: int
     created_at: datetime
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
@@ -132,6 +134,8 @@ class Transition:
 
     schedule: ScheduleRow
     next_run_at: datetime | None
+    #: When the fire of ``next_run_at`` is due: the slot itself, or later with jitter.
+    due_at: datetime | None = None
     fires: list[NewFire] = field(default_factory=list)
     last_slot: datetime | None = None
     runs_added: int = 0
@@ -183,7 +187,11 @@ class DueBatch:
                 old = sa.type_coerce(S.c.next_run_at, sa.String) == row.next_run_at_text
             else:
                 old = S.c.next_run_at == row.next_run_at
-            values: dict[str, Any] = {"next_run_at": t.next_run_at, "last_error": t.error}
+            values: dict[str, Any] = {
+                "next_run_at": t.next_run_at,
+                "due_at": t.due_at,
+                "last_error": t.error,
+            }
             if t.last_slot is not None:
                 values["last_slot"] = t.last_slot
             if t.runs_added:
@@ -284,14 +292,22 @@ class Store:
     # The beat's read path -------------------------------------------------------------------
 
     def peek(self) -> tuple[datetime | None, bool]:
-        """``(earliest next_run_at of enabled schedules, whether some need one computed)``."""
-        earliest = sa.select(sa.func.min(S.c.next_run_at)).where(S.c.enabled == sa.true())
-        needs = sa.exists().where(
-            S.c.enabled == sa.true(), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
+        """``(when the earliest enabled schedule is due, whether some need a recompute)``."""
+        plain = sa.select(sa.func.min(S.c.next_run_at)).where(
+            S.c.enabled == sa.true(), S.c.due_at.is_(None)
         )
+        jittered = sa.select(sa.func.min(S.c.due_at)).where(S.c.enabled == sa.true())
+        needs = sa.exists().where(
+            S.c.enabled == sa.true(),
+            S.c.due_at.is_(None),
+            S.c.next_run_at.is_(None),
+            S.c.last_error.is_(None),
+        )
+        query = sa.select(plain.scalar_subquery(), jittered.scalar_subquery(), needs)
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(earliest.scalar_subquery(), needs)).one()
-        return row[0], bool(row[1])
+            row = conn.execute(query).one()
+        earliest = min((t for t in row[:2] if t is not None), default=None)
+        return earliest, bool(row[2])
 
     @contextmanager
     def claim_due(self, now: datetime, limit: int, beat: str) -> Iterator[DueBatch]:
@@ -303,27 +319,29 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))
         with self.engine.begin() as conn:
-            due = (
+            enabled = S.c.enabled == sa.true()
+            queries = [
+                # Due without jitter, by next_run_at; due with jitter, by due_at; asking for a
+                # recompute. Each is a range of the one index.
                 sa.select(*columns)
-                .where(S.c.enabled == sa.true(), S.c.next_run_at <= now)
-                .order_by(S.c.next_run_at)
-                .limit(limit)
-            )
-            fresh = (
-                sa.select(*columns)
-                .where(
-                    S.c.enabled == sa.true(), S.c.next_run_at.is_(None), S.c.last_error.is_(None)
-                )
-                .limit(limit)
-            )
-            if self._skip_locked:
-                due = due.with_for_update(skip_locked=True)
-                fresh = fresh.with_for_update(skip_locked=True)
-            rows = [ScheduleRow.from_row(r) for r in conn.execute(due)]
-            if len(rows) < limit:
-                rows += [
-                    ScheduleRow.from_row(r) for r in conn.execute(fresh.limit(limit - len(rows)))
-                ]
+                .where(enabled, S.c.due_at.is_(None), S.c.next_run_at <= now)
+                .order_by(S.c.next_run_at),
+                sa.select(*columns).where(enabled, S.c.due_at <= now).order_by(S.c.due_at),
+                sa.select(*columns).where(
+                    enabled,
+                    S.c.due_at.is_(None),
+                    S.c.next_run_at.is_(None),
+                    S.c.last_error.is_(None),
+                ),
+            ]
+            rows: list[ScheduleRow] = []
+            for query in queries:
+                if len(rows) >= limit:
+                    break
+                query = query.limit(limit - len(rows))
+                if self._skip_locked:
+                    query = query.with_for_update(skip_locked=True)
+                rows += [ScheduleRow.from_row(r) for r in conn.execute(query)]
             yield DueBatch(conn, rows, beat, now)
 
     # Heartbeats ------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ def row(**fields: Any) -> ScheduleRow:
         "dst_gap": None,
         "dst_fold": None,
         "cron_days": None,
+        "jitter": None,
         "start_at": None,
         "end_at": None,
         "max_runs": None,

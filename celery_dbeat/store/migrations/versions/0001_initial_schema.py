@@ -50,7 +50,9 @@ def upgrade() -> None:
         sa.Column("misfire_policy", sa.String(length=16), nullable=True),
         sa.Column("misfire_grace", sa.Double(), nullable=True),
         sa.Column("catchup_limit", sa.Integer(), nullable=True),
+        sa.Column("jitter", sa.Double(), nullable=True),
         sa.Column("next_run_at", UTCDateTime(), nullable=True),
+        sa.Column("due_at", UTCDateTime(), nullable=True),
         sa.Column("last_slot", UTCDateTime(), nullable=True),
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.Column("finished_at", UTCDateTime(), nullable=True),
@@ -61,7 +63,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("name"),
     )
     with op.batch_alter_table("dbeat_schedules", schema=None) as batch_op:
-        batch_op.create_index("ix_dbeat_schedules_due", ["enabled", "next_run_at"], unique=False)
+        batch_op.create_index(
+            "ix_dbeat_schedules_due", ["enabled", "due_at", "next_run_at"], unique=False
+        )
 
     op.create_table(
         "dbeat_fires",
