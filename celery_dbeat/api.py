@@ -36,7 +36,7 @@ from .store import manage
 from .store.queries import Store
 from .timing import require_aware
 
-__all__ = ["FireInfo", "ScheduleInfo", "Schedules", "preview_spec"]
+__all__ = ["BeatInfo", "FireInfo", "ScheduleInfo", "Schedules", "preview_spec"]
 
 Spec = Cron | Every | Once
 _UNSET: Any = object()
@@ -81,6 +81,7 @@ class ScheduleInfo:
     misfire_policy: str | None
     misfire_grace: float | None
     catchup_limit: int | None
+    jitter: float | None
     next_run_at: datetime | None
     last_slot: datetime | None
     last_error: str | None
@@ -108,6 +109,7 @@ class ScheduleInfo:
             misfire_policy=row.misfire_policy,
             misfire_grace=row.misfire_grace,
             catchup_limit=row.catchup_limit,
+            jitter=row.jitter,
             next_run_at=row.next_run_at,
             last_slot=row.last_slot,
             last_error=row.last_error,
@@ -125,6 +127,18 @@ class ScheduleInfo:
         if self.last_error is not None:
             return "error"
         return "active" if self.enabled else "paused"
+
+
+@dataclass(frozen=True)
+class BeatInfo:
+    """A running beat's heartbeat: written every ``dbeat_max_interval``, removed on a clean stop."""
+
+    name: str
+    hostname: str
+    pid: int
+    version: str
+    started_at: datetime
+    last_seen_at: datetime
 
 
 @dataclass(frozen=True)
@@ -262,6 +276,41 @@ class Schedules:
             )
         return [ScheduleInfo.from_row(row) for row in rows]
 
+    def due(
+        self, *, now: datetime | None = None, limit: int | None = None
+    ) -> builtins.list[ScheduleInfo]:
+        """Enabled schedules whose fire is due (a backlog, if beats are down or behind)."""
+        with self.store.engine.connect() as conn:
+            rows = manage.due_schedules(conn, now or self.clock.now(), limit)
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def count_due(self, *, now: datetime | None = None) -> int:
+        with self.store.engine.connect() as conn:
+            return manage.count_due(conn, now or self.clock.now())
+
+    def upcoming(
+        self, count: int = 5, *, now: datetime | None = None
+    ) -> builtins.list[ScheduleInfo]:
+        """The next ``count`` enabled schedules to fire after ``now``."""
+        with self.store.engine.connect() as conn:
+            rows = manage.upcoming_schedules(conn, now or self.clock.now(), count)
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def failing(self) -> builtins.list[ScheduleInfo]:
+        """Schedules marked with an error, by name."""
+        with self.store.engine.connect() as conn:
+            return [ScheduleInfo.from_row(row) for row in manage.failing_schedules(conn)]
+
+    def counts(self) -> dict[str, int]:
+        """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
+        with self.store.engine.connect() as conn:
+            return manage.state_counts(conn)
+
+    def beats(self) -> builtins.list[BeatInfo]:
+        """Every beat's heartbeat, by name."""
+        with self.store.engine.connect() as conn:
+            return [BeatInfo(**row._asdict()) for row in manage.beat_heartbeats(conn)]
+
     def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
         with self.store.engine.connect() as conn:
             return [FireInfo.from_row(r) for r in manage.fire_history(conn, name, limit)]
@@ -294,6 +343,7 @@ class Schedules:
         misfire_policy: str | MisfirePolicy | None = None,
         misfire_grace: Any = None,
         catchup_limit: int | None = None,
+        jitter: Any = None,
     ) -> ScheduleInfo:
         definition = Definition.create(
             name=name,
@@ -309,16 +359,17 @@ class Schedules:
             misfire_policy=misfire_policy,
             misfire_grace=misfire_grace,
             catchup_limit=catchup_limit,
+            jitter=jitter,
         )
         with self._writing() as conn:
             manage.create_schedule(conn, definition, self.clock.now())
         return self.get(name)
 
-    def update(self, name: str, **changes: Any) -> ScheduleInfo:
+    def update(self, name: str, /, **changes: Any) -> ScheduleInfo:
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
         ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
-        ``catchup_limit``, ``name`` to rename). A timing change recomputes ``next_run_at`` from
-        now; other changes keep it."""
+        ``catchup_limit``, ``jitter``, ``name`` to rename). A timing change recomputes
+        ``next_run_at`` from now; other changes keep it."""
         allowed = set(_EDITABLE)
         unknown = sorted(set(changes) - allowed)
         if unknown:
@@ -330,6 +381,24 @@ class Schedules:
             definition = Definition.create(**current)
             manage.update_schedule(conn, name, definition, self.clock.now())
         return self.get(changes.get("name", name))
+
+    def create(self, definition: Definition) -> ScheduleInfo:
+        """Store an already validated definition (from ``definition_from_form``) as new."""
+        with self._writing() as conn:
+            manage.create_schedule(conn, definition, self.clock.now())
+        return self.get(definition.name)
+
+    def replace(self, name: str, definition: Definition) -> ScheduleInfo:
+        """Make the schedule ``name`` match ``definition`` in one transaction: its fields (a
+        rename when the names differ; ``next_run_at`` recomputed only if the timing changed),
+        then its ``enabled`` flag (a resume skips the slots of the pause)."""
+        with self._writing() as conn:
+            now = self.clock.now()
+            manage.update_schedule(conn, name, definition, now)
+            row = manage.load_schedule(conn, definition.name)
+            if row.enabled != definition.enabled and row.finished_at is None:
+                manage.set_enabled(conn, definition.name, definition.enabled, now)
+        return self.get(definition.name)
 
     def remove(self, name: str) -> None:
         """Delete the schedule and its history. (Config schedules come back at the next sync;
@@ -373,6 +442,7 @@ class Schedules:
             "misfire_policy": info.misfire_policy,
             "misfire_grace": info.misfire_grace,
             "catchup_limit": info.catchup_limit,
+            "jitter": info.jitter,
         }
 
     def _definition_of(self, row: Row[Any]) -> Definition:
@@ -393,4 +463,5 @@ _EDITABLE = (
     "misfire_policy",
     "misfire_grace",
     "catchup_limit",
+    "jitter",
 )

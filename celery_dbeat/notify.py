@@ -37,21 +37,30 @@ def _client(target: Any) -> tuple[Any, bool]:
     if isinstance(target, str):
         if redis is None:
             raise ImportError("change notifications need redis: pip install 'celery-dbeat[redis]'")
-        return redis.Redis.from_url(target, socket_timeout=2, socket_connect_timeout=2), True
+        client = redis.Redis.from_url(target, socket_timeout=2, socket_connect_timeout=0.5)
+        return client, True
     return target, False
 
 
 class ChangeNotifier:
-    """Publishes "something changed". Never raises: a lost notification only costs latency."""
+    """Publishes "something changed". Never raises: a lost notification only costs latency.
+
+    After a failure it stays quiet for a while, so that writes are not slowed by a Redis that is
+    down (each attempt would wait for a connection timeout).
+    """
 
     def __init__(self, target: Any, *, prefix: str = "dbeat:") -> None:
         self.client, self._owns = _client(target)
         self.channel = channel_name(prefix)
+        self._quiet_until = 0.0
 
     def notify(self) -> None:
+        if time.monotonic() < self._quiet_until:
+            return
         try:
             self.client.publish(self.channel, b"1")
         except Exception as exc:  # beats fall back to polling
+            self._quiet_until = time.monotonic() + _RETRY_SUBSCRIBE
             logger.debug("dbeat: change notification not sent: %s", exc)
 
     def close(self) -> None:

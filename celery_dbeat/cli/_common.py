@@ -27,7 +27,6 @@ from ..errors import (
     ValidationError,
 )
 from ..store.database import check_schema
-from ..store.queries import Store
 
 __all__ = [
     "EXIT_DATABASE",
@@ -157,23 +156,24 @@ class Runtime:
 
     @contextmanager
     def schedules(self, *, check: bool = True) -> Iterator[Schedules]:
-        """The management API on the app's database; with ``check``, refuse a schema that is
-        missing or not this version's (one clear line instead of "no such table")."""
-        settings = self.settings
+        """The management API on the app's database (its writes wake the app's beats); with
+        ``check``, refuse a schema that is missing or unknown (one line, not "no such table")."""
+        url = self.masked_url  # reads the settings first: a bad one fails naming its key
         try:
-            store = Store(settings.database_url, engine_options=dict(settings.engine_options))
+            schedules = Schedules.from_app(self.app)
         except ModuleNotFoundError as exc:
             raise CommandError(
-                f"the database driver for {self.masked_url} is not installed ({exc}); install "
+                f"the database driver for {url} is not installed ({exc}); install "
                 "the matching extra: celery-dbeat[postgres] or celery-dbeat[mysql]"
             ) from None
+        except ImportError as exc:  # redis, for dbeat_redis_url: the message names the extra
+            raise CommandError(str(exc)) from None
         try:
             if check:
-                check_schema(store.engine)
-            with Schedules(store) as schedules:
-                yield schedules
+                check_schema(schedules.store.engine)
+            yield schedules
         finally:
-            store.close()
+            schedules.close()
 
 
 def runtime() -> Runtime:
@@ -220,11 +220,14 @@ def seconds_text(seconds: float | None) -> str | None:
 
 
 def age_text(delta: timedelta) -> str:
-    """How long ago, to the second: ``3s ago``, ``2m5s ago``."""
-    seconds = round(delta.total_seconds())
-    if seconds < 0:
-        return f"in {seconds_text(-seconds)}"
-    return f"{seconds_text(seconds)} ago"
+    """How long ago: ``3s ago``, ``2m5s ago``, ``1h20m ago``, ``2d3h ago`` (or ``in ...``)."""
+    seconds = round(abs(delta.total_seconds()))
+    for size, step in ((86_400, 3_600), (3_600, 60)):
+        if seconds >= size:
+            seconds = round(seconds / step) * step
+            break
+    text = seconds_text(seconds)
+    return f"in {text}" if delta < timedelta(0) else f"{text} ago"
 
 
 def cell(value: Any) -> str:

@@ -37,6 +37,7 @@ CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
 FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
 #: Every form field of the spec, cleared when the kind changes.
 SPEC_FIELDS = ("cron", "timezone", "dst_gap", "dst_fold", "cron_days", "every", "run_at")
+SPEC_KEYS = ("kind", *SPEC_FIELDS)
 #: Payload and bound options, copied to the form field of the same name.
 PLAIN_OPTIONS = (
     "args_json",
@@ -48,6 +49,7 @@ PLAIN_OPTIONS = (
     "misfire_policy",
     "misfire_grace",
     "catchup_limit",
+    "jitter",
 )
 
 
@@ -72,6 +74,7 @@ _FIELD_OPTIONS = [
     ("--misfire-policy", "POLICY", "skip, latest, earliest or all (default dbeat_misfire_policy)."),
     ("--misfire-grace", "DURATION", "Missed slots older than this are dropped, not sent."),
     ("--catchup-limit", "N", "Most fires the 'all' policy sends for one outage."),
+    ("--jitter", "DURATION", "Spread each fire over up to this long after its slot."),
 ]
 #: Python names of options whose flag would shadow a builtin or clash.
 _PARAM_NAME = {"--args": "args_json"}
@@ -135,23 +138,9 @@ def form_of(info: ScheduleInfo) -> dict[str, Any]:
     """The plain form of a stored schedule, as stored: not validated, so a bad stored value is
     reported (naming its field) only when the form is parsed."""
     spec: dict[str, Any] = info.schedule.fields() if info.schedule is not None else {}
-    form: dict[str, Any] = dict.fromkeys(FORM_FIELDS)
-    form.update(
-        {key: spec.get(key) for key in ("kind", *SPEC_FIELDS)},
-        name=info.name,
-        task=info.task,
-        args=info.args,
-        kwargs=info.kwargs,
-        options=info.options,
-        enabled=info.enabled,
-        start_at=info.start_at,
-        end_at=info.end_at,
-        max_runs=info.max_runs,
-        misfire_policy=info.misfire_policy,
-        misfire_grace=info.misfire_grace,
-        catchup_limit=info.catchup_limit,
-    )
-    return form
+    return {
+        key: spec.get(key) if key in SPEC_KEYS else getattr(info, key, None) for key in FORM_FIELDS
+    }
 
 
 def definition_of(info: ScheduleInfo) -> Definition:
@@ -172,23 +161,6 @@ def spec_of(definition: Definition) -> Cron | Every | Once:
     if spec["kind"] == "interval":
         return Every(spec["every"])
     return Once(spec["run_at"])
-
-
-def api_fields(definition: Definition) -> dict[str, Any]:
-    """Keyword arguments of ``Schedules.add``/``update`` for ``definition`` (all but enabled)."""
-    return {
-        "task": definition.task,
-        "schedule": spec_of(definition),
-        "args": definition.args,
-        "kwargs": definition.kwargs,
-        "options": definition.options,
-        "start_at": definition.start_at,
-        "end_at": definition.end_at,
-        "max_runs": definition.max_runs,
-        "misfire_policy": definition.misfire_policy,
-        "misfire_grace": definition.misfire_grace,
-        "catchup_limit": definition.catchup_limit,
-    }
 
 
 def schedule_json(info: ScheduleInfo) -> dict[str, Any]:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
 import click
 
-from ..api import ScheduleInfo
+from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
 from ..store.manage import sync_config
-from . import _pending
 from ._common import (
     DBeatCommand,
     age_text,
@@ -64,6 +62,8 @@ def sync(as_json: bool) -> None:
         if is_terminal() and len(definitions) > 100:
             click.echo(f"syncing {len(definitions)} entries ...", err=True)
         report = sync_config(schedules.store, definitions, schedules.clock.now())
+        if schedules.notifier is not None and (report.created or report.updated or report.disabled):
+            schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
         echo_json(asdict(report))
         return
@@ -93,12 +93,12 @@ def status(next_count: int, as_json: bool) -> None:
     live_within = 3 * state.settings.max_interval
     with state.schedules() as schedules:
         now = schedules.clock.now()
-        beats = _pending.beats(schedules)
-        infos = schedules.list()
-    backlog = _pending.due(infos, now)
-    upcoming = _pending.upcoming(infos, now, next_count)
-    failing = _pending.failing(infos)
-    states = Counter(info.state for info in infos)
+        beats = schedules.beats()
+        states = schedules.counts()
+        backlog_count = schedules.count_due(now=now)
+        backlog = schedules.due(now=now, limit=10)
+        upcoming = schedules.upcoming(next_count, now=now)
+        failing = schedules.failing()
     beat_rows = [
         {
             "name": b.name,
@@ -122,14 +122,11 @@ def status(next_count: int, as_json: bool) -> None:
         "live_within_seconds": live_within.total_seconds(),
         "live_beats": sum(1 for b in beat_rows if b["live"]),
         "beats": beat_rows,
-        "schedules": {
-            "total": len(infos),
-            **{key: states[key] for key in ("active", "paused", "finished", "error")},
-        },
+        "schedules": {"total": sum(states.values()), **states},
         "backlog": {
-            "count": len(backlog),
+            "count": backlog_count,
             "oldest_next_run_at": iso(backlog[0].next_run_at) if backlog else None,
-            "schedules": [brief(info) for info in backlog[:10]],
+            "schedules": [brief(info) for info in backlog],
         },
         "next_fires": [brief(info) for info in upcoming],
         "errors": [{"name": i.name, "task": i.task, "last_error": i.last_error} for i in failing],
@@ -140,7 +137,7 @@ def status(next_count: int, as_json: bool) -> None:
     _print_status(data, beats, now)
 
 
-def _print_status(data: dict[str, Any], beats: list[_pending.BeatInfo], now: datetime) -> None:
+def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) -> None:
     silent = len(beats) - data["live_beats"]
     window = seconds_text(data["live_within_seconds"])
     counts = data["schedules"]

@@ -16,7 +16,6 @@ from ..specs import Cron, Every, Once
 from ._common import DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
 from ._forms import (
     KIND_OF_OPTION,
-    api_fields,
     build,
     edit_form,
     field_options,
@@ -49,21 +48,19 @@ def _summary(verb: str, info: ScheduleInfo) -> str:
     )
 
 
-class Instant(click.ParamType):  # type: ignore[type-arg]
+def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
     """An ISO-8601 instant with an offset (``Z`` allowed), as an aware datetime."""
-
-    name = "instant"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, datetime):
-            return value
-        try:
-            parsed = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            self.fail(f"{value!r} is not an ISO-8601 instant such as 2024-03-09T00:00:00Z")
-        if parsed.tzinfo is None:
-            self.fail(f"{value!r} needs a time zone offset, e.g. +00:00 or Z")
-        return parsed
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{value!r} is not an ISO-8601 instant such as 2024-03-09T00:00:00Z"
+        ) from None
+    if parsed.tzinfo is None:
+        raise click.BadParameter(f"{value!r} needs a time zone offset, e.g. +00:00 or Z")
+    return parsed
 
 
 # Writes ----------------------------------------------------------------------------------------
@@ -88,7 +85,7 @@ def add(
     form = edit_form({"name": name, "task": task, "enabled": not disabled}, given)
     definition = build(form, queue=queue, priority=priority)
     with runtime().schedules() as schedules:
-        info = schedules.add(definition.name, enabled=definition.enabled, **api_fields(definition))
+        info = schedules.create(definition)
     click.echo(_summary("added", info))
 
 
@@ -118,12 +115,10 @@ def update(
         form = edit_form(form_of(before), given)
         if task is not None:
             form["task"] = task
+        if enabled is not None:
+            form["enabled"] = enabled
         definition = build(form, queue=queue, priority=priority)
-        info = schedules.update(name, **api_fields(definition))
-        if enabled is True and not info.enabled:
-            info = schedules.resume(info.name)
-        elif enabled is False and info.enabled:
-            info = schedules.pause(info.name)
+        info = schedules.replace(name, definition)
     changed = info.version != before.version
     click.echo(_summary("updated" if changed else "unchanged", info))
 
@@ -275,7 +270,12 @@ def history(name: str, limit: int, as_json: bool) -> None:
 @spec_options
 @click.option("--start-at", metavar="INSTANT", help="Ad-hoc spec: first instant a slot may have.")
 @click.option("--end-at", metavar="INSTANT", help="Ad-hoc spec: last instant a slot may have.")
-@click.option("--after", type=Instant(), help="Slots strictly after this instant (default: now).")
+@click.option(
+    "--after",
+    metavar="INSTANT",
+    callback=_instant,
+    help="Slots strictly after this instant (default: now).",
+)
 @click.option("--count", type=int, default=5, show_default=True, help="How many slots.")
 @click.option("-v", "--verbose", is_flag=True, help="Add the local time in the schedule's zone.")
 @json_option

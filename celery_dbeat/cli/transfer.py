@@ -19,7 +19,7 @@ from ..api import ScheduleInfo, Schedules
 from ..definitions import Definition, definition_from_form, definition_to_form
 from ..errors import ValidationError
 from ._common import CommandError, DBeatCommand, echo_json, progress, runtime
-from ._forms import api_fields, definition_of
+from ._forms import definition_of
 
 __all__ = ["FORMAT_VERSION", "export", "import_"]
 
@@ -127,17 +127,10 @@ def _action(definition: Definition, current: ScheduleInfo | None) -> str:
 
 
 def _apply(schedules: Schedules, definition: Definition, current: ScheduleInfo | None) -> None:
-    fields = api_fields(definition)
     if current is None:
-        schedules.add(definition.name, enabled=definition.enabled, **fields)
-        return
-    info = schedules.update(definition.name, **fields)
-    if info.state == "finished" or info.enabled == definition.enabled:
-        return
-    if definition.enabled:
-        schedules.resume(definition.name)
+        schedules.create(definition)
     else:
-        schedules.pause(definition.name)
+        schedules.replace(definition.name, definition)
 
 
 @click.command("import", cls=DBeatCommand)
@@ -159,9 +152,16 @@ def import_(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -> Non
         plan = [(d, _action(d, current.get(d.name))) for d in definitions]
         for definition, action in plan:
             report[action].append(definition.name)
-        if not dry_run:
-            changes = [(d, current.get(d.name)) for d, action in plan if action != "unchanged"]
-            progress(changes, "importing", lambda change: _apply(schedules, *change))
+        changes = [(d, current.get(d.name)) for d, action in plan if action != "unchanged"]
+        if changes and not dry_run:
+            # Wake the beats once for the whole file, not once per schedule.
+            notifier, schedules.notifier = schedules.notifier, None
+            try:
+                progress(changes, "importing", lambda change: _apply(schedules, *change))
+            finally:
+                if notifier is not None:
+                    notifier.notify()
+                    schedules.notifier = notifier
     if as_json:
         echo_json(dict(report, dry_run=dry_run))
         return

@@ -20,21 +20,27 @@ from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
 from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
 from ..planning import due_times, fire_task_id
 from .models import FireStatus
-from .queries import F, S, Store
+from .queries import B, F, S, Store
 
 __all__ = [
     "API_ORIGIN",
     "CONFIG_ORIGIN",
     "REMOVED_ORIGIN",
     "SyncReport",
+    "beat_heartbeats",
+    "count_due",
     "create_schedule",
     "delete_schedule",
+    "due_schedules",
+    "failing_schedules",
     "fire_history",
     "list_schedules",
     "load_schedule",
     "record_manual_fire",
     "set_enabled",
+    "state_counts",
     "sync_config",
+    "upcoming_schedules",
     "update_schedule",
 ]
 
@@ -334,3 +340,52 @@ def fire_history(conn: Connection, name: str, limit: int = 50) -> list[Row[Any]]
         .limit(limit)
     )
     return list(conn.execute(query))
+
+
+def _due_condition(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        S.c.enabled == sa.true(),
+        sa.or_(sa.and_(S.c.due_at.is_(None), S.c.next_run_at <= now), S.c.due_at <= now),
+    )
+
+
+def due_schedules(conn: Connection, now: datetime, limit: int | None) -> list[Row[Any]]:
+    """Enabled schedules whose fire is due at ``now`` (the backlog), oldest first."""
+    query = sa.select(S).where(_due_condition(now)).order_by(S.c.next_run_at, S.c.name)
+    return list(conn.execute(query if limit is None else query.limit(limit)))
+
+
+def count_due(conn: Connection, now: datetime) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).where(_due_condition(now))).scalar_one())
+
+
+def upcoming_schedules(conn: Connection, now: datetime, count: int) -> list[Row[Any]]:
+    query = (
+        sa.select(S)
+        .where(S.c.enabled == sa.true(), S.c.next_run_at > now)
+        .order_by(S.c.next_run_at, S.c.name)
+        .limit(count)
+    )
+    return list(conn.execute(query))
+
+
+def failing_schedules(conn: Connection) -> list[Row[Any]]:
+    return list(conn.execute(sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name)))
+
+
+def state_counts(conn: Connection) -> dict[str, int]:
+    """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
+    state = sa.case(
+        (S.c.finished_at.is_not(None), "finished"),
+        (S.c.last_error.is_not(None), "error"),
+        (S.c.enabled == sa.true(), "active"),
+        else_="paused",
+    ).label("state")
+    rows = conn.execute(sa.select(state, sa.func.count()).group_by(state))
+    counts = dict.fromkeys(("active", "paused", "finished", "error"), 0)
+    counts.update({name: int(n) for name, n in rows})
+    return counts
+
+
+def beat_heartbeats(conn: Connection) -> list[Row[Any]]:
+    return list(conn.execute(sa.select(B).order_by(B.c.name)))

@@ -41,6 +41,9 @@ ALIASES = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
+#: Column sizes of the stored expression and zone name.
+MAX_EXPRESSION = 255
+MAX_ZONE = 64
 FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week", "second")
 # Random ("R") and hashed ("H") fields would give each beat a different slot.
 _NONDETERMINISTIC = re.compile(r"^[rh](\(|/|$)")
@@ -73,6 +76,8 @@ class DstFold(str, enum.Enum):
 
 
 def load_zone(name: str, field_name: str = "timezone") -> ZoneInfo:
+    if isinstance(name, str) and len(name) > MAX_ZONE:
+        raise ValidationError(field_name, name, f"is longer than {MAX_ZONE} characters")
     if not isinstance(name, str) or not name:
         raise ValidationError(
             field_name, name, "must be an IANA time zone name such as 'Europe/Paris'"
@@ -89,6 +94,8 @@ def _normalise(expr: str) -> list[str]:
     if not isinstance(expr, str) or not expr.strip():
         raise ValidationError("cron", expr, "must be a cron expression such as '*/5 * * * *'")
     text = expr.strip()
+    if len(text) > MAX_EXPRESSION:
+        raise ValidationError("cron", expr, f"is longer than {MAX_EXPRESSION} characters")
     if text.startswith("@"):
         if text.lower() not in ALIASES:
             raise ValidationError(

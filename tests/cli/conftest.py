@@ -7,7 +7,6 @@ test on SQLite, PostgreSQL and MariaDB.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -18,9 +17,7 @@ from celery import Celery
 from celery.bin.base import CLIContext
 from click.testing import CliRunner, Result
 
-from celery_dbeat.api import Schedules
 from celery_dbeat.cli import dbeat
-from celery_dbeat.clock import FixedClock
 from celery_dbeat.store import migrate
 from celery_dbeat.store.queries import Store
 
@@ -46,9 +43,7 @@ class Cli:
     def ok(self, *args: str, input: str | None = None) -> str:
         """Run; assert success and nothing on stderr; return stdout."""
         result = self(*args, input=input)
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            result.exc_info
-        )
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
         assert (result.exit_code, result.stderr) == (0, ""), result.output
         return result.stdout
 
@@ -71,7 +66,7 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'schedules.sqlite3'}"
 
 
-def _migrated(url: str) -> str:
+def migrated(url: str) -> str:
     store = Store(url)
     migrate(store.engine)
     store.close()
@@ -81,28 +76,13 @@ def _migrated(url: str) -> str:
 @pytest.fixture
 def cli(sqlite_url: str) -> Cli:
     """The CLI on a migrated SQLite database."""
-    return Cli(make_app(_migrated(sqlite_url)))
+    return Cli(make_app(migrated(sqlite_url)))
 
 
 @pytest.fixture
 def cli_any(database_url: str) -> Cli:
     """The CLI on a migrated database of each backend."""
-    return Cli(make_app(_migrated(database_url)))
-
-
-@pytest.fixture
-def api_at(cli: Cli) -> Iterator[Callable[[datetime], Schedules]]:
-    """``api_at(t)``: the management API on the CLI's database with its clock stopped at ``t``
-    (to make schedules that are due, or fires in the past)."""
-    opened: list[Schedules] = []
-
-    def make(now: datetime) -> Schedules:
-        opened.append(Schedules(cli.app.conf.dbeat_database_url, clock=FixedClock(now)))
-        return opened[-1]
-
-    yield make
-    for schedules in opened:
-        schedules.close()
+    return Cli(make_app(migrated(database_url)))
 
 
 def utc_now() -> datetime:

@@ -20,8 +20,18 @@ import sqlalchemy as sa
 from celery_dbeat.api import Schedules
 from celery_dbeat.config import Settings
 from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.store.queries import Store
 
-__all__ = ["database_alias", "database_url", "dbeat_settings", "reset", "same_database", "schedules"]
+__all__ = [
+    "database_alias",
+    "database_url",
+    "dbeat_settings",
+    "project_celery_app",
+    "remember_celery_app",
+    "reset",
+    "same_database",
+    "schedules",
+]
 
 #: Django database engines and the SQLAlchemy driver celery-dbeat uses for each.
 DRIVERS = {
@@ -137,18 +147,30 @@ def same_database(first: str, second: str) -> bool:
     )
 
 
-def _celery_app() -> Any:
-    """The project's Celery app if one was created in this process (never Celery's fallback)."""
+_project_app: Any = None
+
+
+def remember_celery_app() -> None:
+    """Remember the Celery app current in this thread (``AppConfig.ready`` calls this at start-up,
+    after the project's ``celery.py`` made its app): Celery's current app is per thread, and
+    requests are served in others."""
+    global _project_app
     from celery import _state
 
-    return getattr(_state._tls, "current_app", None)
+    _project_app = getattr(getattr(_state, "_tls", None), "current_app", None)
+
+
+def project_celery_app() -> Any:
+    """The project's Celery app remembered at start-up, if it had made one."""
+    return _project_app
 
 
 def dbeat_settings() -> Settings:
     """celery-dbeat's settings for this Django project.
 
     ``CELERY_DBEAT_*`` Django settings when ``CELERY_DBEAT_DATABASE_URL`` is among them; else the
-    current Celery app's ``dbeat_*`` settings when it sets ``dbeat_database_url``; else the
+    project Celery app's ``dbeat_*`` settings (see :func:`remember_celery_app`) when it sets
+    ``dbeat_database_url``; else the
     ``CELERY_DBEAT_*`` settings with the URL of :func:`database_alias`'s database.
     """
     from django.conf import settings
@@ -159,34 +181,42 @@ def dbeat_settings() -> Settings:
         for name in names
         if getattr(settings, f"CELERY_DBEAT_{name.upper()}", None) is not None
     }
-    app = _celery_app()
+    app = project_celery_app()
     if "database_url" not in values and app is not None and app.conf.get("dbeat_database_url"):
         values = {
             name: app.conf.get(f"dbeat_{name}")
             for name in names
             if app.conf.get(f"dbeat_{name}") is not None
         }
-    values.setdefault("database_url", database_url())
+    if "database_url" not in values:
+        values["database_url"] = database_url()
     return Settings.from_mapping(values)
 
 
 _lock = threading.Lock()
-_cache: dict[tuple[Any, ...], Schedules] = {}
+#: One engine per process and database: ``(settings key) -> (store, api)``.
+_cache: dict[tuple[Any, ...], tuple[Store, Schedules]] = {}
 
 
 def schedules() -> Schedules:
-    """The management API on this project's schedule database; one engine per process."""
-    config = dbeat_settings()
-    key = (config.database_url, repr(sorted(config.engine_options.items())))
-    with _lock:
-        api = _cache.get(key)
-        if api is None:
-            from celery_dbeat.store.queries import Store
+    """The management API on this project's schedule database (cached, one engine per URL).
 
+    With ``dbeat_redis_url`` set, each write wakes the running beats through Redis."""
+    config = dbeat_settings()
+    key = (
+        config.database_url,
+        repr(sorted(config.engine_options.items())),
+        config.redis_url,
+        config.redis_key_prefix,
+    )
+    with _lock:
+        if key not in _cache:
             store = Store(config.database_url, engine_options=dict(config.engine_options))
-            api = _cache[key] = Schedules(store)
-            api._owns = True  # closing it disposes of the engine it made
-    return api
+            api = Schedules(
+                store, notify=config.redis_url, redis_key_prefix=config.redis_key_prefix
+            )
+            _cache[key] = (store, api)
+        return _cache[key][1]
 
 
 def reset() -> None:
@@ -194,5 +224,6 @@ def reset() -> None:
     with _lock:
         cached = list(_cache.values())
         _cache.clear()
-    for api in cached:
+    for store, api in cached:
         api.close()
+        store.close()

@@ -21,6 +21,7 @@ __all__ = ["UTCDateTimeField"]
 
 UTC = timezone.utc
 
+
 def _sqlite_text(value: datetime) -> str:
     """The text SQLAlchemy's SQLite dialect stores (microseconds always written)."""
     return (
@@ -42,20 +43,18 @@ class UTCDateTimeField(models.DateTimeField):
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> datetime | None:
         if value is None:
             return None
-        if isinstance(value, str):
-            parsed = parse_datetime(value)
-            if parsed is None:
-                raise ValueError(f"{self.name}: not a timestamp: {value!r}")
-            value = parsed
+        instant: datetime | None = parse_datetime(value) if isinstance(value, str) else value
+        if instant is None:
+            raise ValueError(f"{self.name}: not a timestamp: {value!r}")
         if connection.vendor == "postgresql":
-            if value.tzinfo is None:  # USE_TZ = False: the session's local time
-                value = django_timezone.make_aware(
-                    value, zoneinfo.ZoneInfo(connection.timezone_name)
+            if instant.tzinfo is None:  # USE_TZ = False: the session's local time
+                instant = django_timezone.make_aware(
+                    instant, zoneinfo.ZoneInfo(connection.timezone_name)
                 )
-            return value.astimezone(UTC)  # type: ignore[no-any-return]
+            return instant.astimezone(UTC)
         # Stored naive UTC. Django may have labelled the digits with the connection's zone
         # (without shifting them): keep the digits, label them UTC.
-        return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+        return instant.replace(tzinfo=UTC)
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if not prepared:

@@ -70,7 +70,9 @@ class Schedule(ReadOnlyModel):
     misfire_policy = models.CharField(max_length=16, null=True, blank=True)
     misfire_grace = models.FloatField(null=True, blank=True)
     catchup_limit = models.IntegerField(null=True, blank=True)
+    jitter = models.FloatField(null=True, blank=True)
     next_run_at = UTCDateTimeField(null=True, blank=True)
+    due_at = UTCDateTimeField(null=True, blank=True)
     last_slot = UTCDateTimeField(null=True, blank=True)
     last_error = models.TextField(null=True, blank=True)
     finished_at = UTCDateTimeField(null=True, blank=True)
@@ -134,7 +136,8 @@ class Fire(ReadOnlyModel):
         """How long after its slot the fire reached the broker (as ``FireInfo.lag``)."""
         if self.sent_at is None:
             return None
-        return self.sent_at - self.slot  # type: ignore[no-any-return]
+        lag: timedelta = self.sent_at - self.slot
+        return lag
 
 
 class Beat(ReadOnlyModel):

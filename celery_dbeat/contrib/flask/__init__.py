@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 try:
-    import flask_admin  # type: ignore[import-untyped]
-    import flask_admin.contrib.sqla  # type: ignore[import-untyped]  # noqa: F401
+    import flask_admin
+    import flask_admin.contrib.sqla
 except ImportError as exc:  # pragma: no cover - depends on the environment
     # Flask-Admin's SQLAlchemy views import Flask-SQLAlchemy, which its "sqlalchemy" extra brings.
     raise ImportError(
@@ -32,7 +32,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from ...api import Schedules
-from .views import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, FireView, ScheduleView
+from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession
+from .history import FireView
+from .schedules import ScheduleView
 
 __all__ = [
     "FIRES_ENDPOINT",
@@ -67,8 +69,9 @@ def init_admin(
 
     ``schedules`` is the management API to write through, or the engine or URL of the schedule
     database (the tables must exist: beat creates them at start-up, or call
-    :func:`celery_dbeat.store.migrate`). An engine or URL given here stays open for the life of
-    the app. The views read through their own ORM session on the same engine.
+    :func:`celery_dbeat.store.migrate`). Give ``Schedules.from_app(celery_app)`` to have each
+    edit wake the running beats through Redis at once. An engine or URL given here stays open for
+    the life of the app. The views read through their own ORM session on the same engine.
 
     ``is_accessible`` is the host's access rule, called on every request (for example
     ``lambda: current_user.is_authenticated and current_user.is_admin``); ``on_refused`` returns

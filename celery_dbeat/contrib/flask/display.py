@@ -83,6 +83,9 @@ def spec_summary(row: Schedule) -> str:
         text += f", until {instant(row.end_at)}"
     if row.max_runs is not None:
         text += f", at most {row.max_runs} run{'s' if row.max_runs != 1 else ''}"
+    jitter = getattr(row, "jitter", None)  # a column newer than some databases' rows
+    if jitter:
+        text += f", jitter {duration(timedelta(seconds=jitter))}"
     return text
 
 
@@ -99,9 +102,6 @@ def fire_outcome(fire: Fire) -> str:
     """The status, with what a row stands for: ``sent (run now)``, ``dropped (3 slots ...)``."""
     if fire.manual:
         return f"{fire.status} (run now)"
-    if (
-        fire.status in (FireStatus.SKIPPED.value, FireStatus.DROPPED.value)
-        and fire.slot_count > 1
-    ):
+    if fire.status in (FireStatus.SKIPPED.value, FireStatus.DROPPED.value) and fire.slot_count > 1:
         return f"{fire.status} ({fire.slot_count} slots from {instant(fire.first_slot)})"
     return fire.status

@@ -1,98 +1,134 @@
 """The schedule form: one field per :data:`~celery_dbeat.definitions.FORM_FIELDS` entry, all plain
 text, so that :func:`~celery_dbeat.definitions.definition_from_form` validates every value with the
 same code and messages as the CLI and the Python API. The form itself checks only its CSRF token.
+
+The form is built from ``FORM_FIELDS``, in its order: a field the core adds later shows up as a
+text box (with its name as label) until it gets a better widget in :data:`_WIDGETS`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from flask_admin.form import SecureForm  # type: ignore[import-untyped]
-from wtforms import (  # type: ignore[import-untyped]
+from flask_admin.form import SecureForm
+from wtforms import (
     BooleanField,
     SelectField,
     StringField,
     TextAreaField,
 )
 
-from ...definitions import FORM_FIELDS, Definition
+from ...definitions import FORM_FIELDS
 from ...errors import ValidationError
 from ...store.models import Schedule
 
-__all__ = ["ScheduleForm", "field_of", "form_data", "form_values", "write_arguments"]
+__all__ = ["ScheduleForm", "field_of", "form_data", "form_values"]
+
+try:  # WTForms 3.3 deprecates (value, label) tuples; older versions only take those.
+    from wtforms.fields.choices import SelectChoice
+except ImportError:  # pragma: no cover - WTForms < 3.3
+    SelectChoice = None
 
 
-def _choices(default: str, *values: str) -> list[tuple[str, str]]:
-    return [("", default), *((value, value) for value in values)]
+def _select(label: str, blank: str | None, *values: str, **options: Any) -> Any:
+    """A select of ``values``; its first option, labelled ``blank`` if given, means "not set".
+
+    It does not check its choices (``validate_choice=False``): an unknown value must reach
+    ``definition_from_form``, whose message names the field and the value like every surface.
+    """
+    pairs = ([("", blank)] if blank is not None else []) + [(v, v) for v in values]
+    choices = pairs if SelectChoice is None else [SelectChoice(v, text) for v, text in pairs]
+    return SelectField(label, choices=choices, validate_choice=False, **options)
 
 
-# Selects do not check their choices (validate_choice=False): an unknown value must reach
-# definition_from_form, whose message names the field and the value like every other surface.
-class ScheduleForm(SecureForm):  # type: ignore[misc]
-    name = StringField("Name", description="Unique; the fire history and task ids follow it.")
-    task = StringField("Task", description="Registered Celery task name, e.g. proj.tasks.report")
-    kind = SelectField(
-        "Kind",
-        choices=[("cron", "cron"), ("interval", "interval"), ("once", "once")],
-        default="cron",
-        validate_choice=False,
-    )
-    cron = StringField(
+def _text(label: str, description: str, **options: Any) -> Any:
+    return StringField(label, description=description, **options)
+
+
+#: How each field is shown. Factories, called in FORM_FIELDS order: WTForms orders a form's
+#: fields by when they were created.
+_WIDGETS: dict[str, Callable[[], Any]] = {
+    "name": lambda: _text("Name", "Unique; the fire history and task ids follow it."),
+    "task": lambda: _text("Task", "Registered Celery task name, e.g. proj.tasks.report"),
+    "kind": lambda: _select("Kind", None, "cron", "interval", "once", default="cron"),
+    "cron": lambda: _text(
         "Cron",
-        description="5 fields (minute hour day month weekday), or 6 with seconds last; "
-        "@hourly-style aliases",
-    )
-    timezone = StringField(
-        "Time zone", default="UTC", description="IANA zone the cron expression is evaluated in"
-    )
-    dst_gap = SelectField(
+        "5 fields (minute hour day month weekday), or 6 with seconds last; @hourly-style aliases",
+    ),
+    "timezone": lambda: _text(
+        "Time zone", "IANA zone the cron expression is evaluated in", default="UTC"
+    ),
+    "dst_gap": lambda: _select(
         "DST gap",
-        choices=_choices("default (gap_end)", "gap_end", "shift", "skip"),
-        validate_choice=False,
+        "default (gap_end)",
+        "gap_end",
+        "shift",
+        "skip",
         description="A slot in the spring-forward gap: fire at its end, shift it, or skip it",
-    )
-    dst_fold = SelectField(
+    ),
+    "dst_fold": lambda: _select(
         "DST fold",
-        choices=_choices("default (first, or both for wildcard hours)", "first", "second", "both"),
-        validate_choice=False,
+        "default (first, or both for wildcard hours)",
+        "first",
+        "second",
+        "both",
         description="A slot in the repeated fall-back hour",
-    )
-    cron_days = SelectField(
+    ),
+    "cron_days": lambda: _select(
         "Day matching",
-        choices=_choices("any (cron(8): either day field)", "all"),
-        validate_choice=False,
+        "any (cron(8): either day field)",
+        "all",
         description="When both day fields are restricted; 'all' is Celery's crontab behaviour",
-    )
-    every = StringField("Every", description="Seconds, or a duration such as 30s, 5m, 1h30m")
-    run_at = StringField(
-        "Run at", description="ISO-8601 instant with an offset, e.g. 2027-01-01T09:00:00+01:00"
-    )
-    args = TextAreaField("Args", default="[]", description="JSON array")
-    kwargs = TextAreaField("Kwargs", default="{}", description="JSON object")
-    options = TextAreaField(
+    ),
+    "every": lambda: _text("Every", "Seconds, or a duration such as 30s, 5m, 1h30m"),
+    "run_at": lambda: _text(
+        "Run at", "ISO-8601 instant with an offset, e.g. 2027-01-01T09:00:00+01:00"
+    ),
+    "args": lambda: TextAreaField("Args", default="[]", description="JSON array"),
+    "kwargs": lambda: TextAreaField("Kwargs", default="{}", description="JSON object"),
+    "options": lambda: TextAreaField(
         "Options",
         default="{}",
         description="JSON object: queue, exchange, routing_key, priority, expires, headers, ...",
-    )
-    enabled = BooleanField("Enabled", default=True)
-    start_at = StringField("Start at", description="ISO-8601 instant; no slot before it")
-    end_at = StringField("End at", description="ISO-8601 instant; no slot after it (inclusive)")
-    max_runs = StringField("Max runs", description="Whole number; blank for no limit")
-    misfire_policy = SelectField(
+    ),
+    "enabled": lambda: BooleanField("Enabled", default=True),
+    "start_at": lambda: _text("Start at", "ISO-8601 instant; no slot before it"),
+    "end_at": lambda: _text("End at", "ISO-8601 instant; no slot after it (inclusive)"),
+    "max_runs": lambda: _text("Max runs", "Whole number; blank for no limit"),
+    "misfire_policy": lambda: _select(
         "Misfire policy",
-        choices=_choices("default (dbeat_misfire_policy)", "skip", "latest", "earliest", "all"),
-        validate_choice=False,
+        "default (dbeat_misfire_policy)",
+        "skip",
+        "latest",
+        "earliest",
+        "all",
         description="What is sent for slots missed while every beat was down",
-    )
-    misfire_grace = StringField(
-        "Misfire grace", description="Duration; missed slots older than this are dropped"
-    )
-    catchup_limit = StringField(
-        "Catch-up limit", description="Most fires the 'all' policy sends for one outage"
-    )
+    ),
+    "misfire_grace": lambda: _text(
+        "Misfire grace", "Duration; missed slots older than this are dropped"
+    ),
+    "catchup_limit": lambda: _text(
+        "Catch-up limit", "Most fires the 'all' policy sends for one outage"
+    ),
+    "jitter": lambda: _text(
+        "Jitter",
+        "Duration; each fire waits a fixed 0..jitter after its slot, the same on every beat",
+    ),
+}
+
+
+def _widget(name: str) -> Any:
+    factory = _WIDGETS.get(name)
+    return factory() if factory is not None else StringField(name.replace("_", " ").capitalize())
+
+
+#: The schedule form class (a Flask-Admin ``SecureForm``: CSRF-checked).
+ScheduleForm: type[Any] = type(
+    "ScheduleForm", (SecureForm,), {name: _widget(name) for name in FORM_FIELDS}
+)
 
 
 def form_data(form: Any) -> dict[str, Any]:
@@ -108,14 +144,16 @@ def field_of(error: ValidationError) -> str | None:
     return "kind" if base == "schedule" else None
 
 
-def _number(value: float | int | None) -> str:
+def _shown(value: Any) -> Any:
     if value is None:
         return ""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _instant(value: datetime | None) -> str:
-    return "" if value is None else value.isoformat()
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
 
 
 def form_values(row: Schedule) -> dict[str, Any]:
@@ -125,43 +163,7 @@ def form_values(row: Schedule) -> dict[str, Any]:
     Submitting these values unchanged stores the same columns, so a payload-only edit keeps
     ``next_run_at``.
     """
-    return {
-        "name": row.name,
-        "task": row.task,
-        "kind": row.kind,
-        "cron": row.cron or "",
-        "timezone": row.timezone or ("UTC" if row.kind == "cron" else ""),
-        "dst_gap": row.dst_gap or "",
-        "dst_fold": row.dst_fold or "",
-        "cron_days": row.cron_days or "",
-        "every": _number(row.every),
-        "run_at": _instant(row.run_at),
-        "args": row.args,
-        "kwargs": row.kwargs,
-        "options": row.options,
-        "enabled": row.enabled,
-        "start_at": _instant(row.start_at),
-        "end_at": _instant(row.end_at),
-        "max_runs": _number(row.max_runs),
-        "misfire_policy": row.misfire_policy or "",
-        "misfire_grace": _number(row.misfire_grace),
-        "catchup_limit": _number(row.catchup_limit),
-    }
-
-
-def write_arguments(definition: Definition) -> Mapping[str, Any]:
-    """Keyword arguments of ``Schedules.add`` / ``Schedules.update`` for a definition (all but
-    ``name`` and ``enabled``, which the two calls take differently)."""
-    return {
-        "task": definition.task,
-        "schedule": definition.spec,
-        "args": definition.args,
-        "kwargs": definition.kwargs,
-        "options": definition.options,
-        "start_at": definition.start_at,
-        "end_at": definition.end_at,
-        "max_runs": definition.max_runs,
-        "misfire_policy": definition.misfire_policy,
-        "misfire_grace": definition.misfire_grace,
-        "catchup_limit": definition.catchup_limit,
-    }
+    values = {name: _shown(getattr(row, name, None)) for name in FORM_FIELDS}
+    if row.kind == "cron" and not values.get("timezone"):
+        values["timezone"] = "UTC"
+    return values

@@ -1,0 +1,327 @@
+"""Django admin for celery-dbeat: schedules (edit, pause, resume, trigger), fires and beats.
+
+Reads go through the read-only models; every write goes through
+:class:`celery_dbeat.api.Schedules`, so it is validated and moves ``next_run_at`` by the same
+rules as the CLI and beat's config sync (a timing edit recomputes it, a payload edit keeps it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+
+from celery_dbeat.errors import DBeatError, ScheduleNotFound
+
+from .conf import database_alias, schedules
+from .display import (
+    StateFilter,
+    StatusFilter,
+    instant,
+    next_slots_html,
+    recent_fires_html,
+    show_lag,
+    utc,
+)
+from .forms import ScheduleForm
+from .models import Beat, Fire, Schedule
+
+__all__ = ["BeatAdmin", "FireAdmin", "ScheduleAdmin"]
+
+#: Slots shown by the change page's preview, and fires in its recent history.
+PREVIEW_COUNT = 5
+RECENT_FIRES = 10
+CONFIG_WARNING = (
+    "This schedule comes from the app's beat_schedule: beat's next start rewrites it when that "
+    "entry differs from the row. Edit beat_schedule to change it for good."
+)
+
+
+class _WriteRefused(Exception):
+    """The API refused a write after the form validated (a concurrent edit, a name taken)."""
+
+
+class _OnScheduleDatabase(admin.ModelAdmin):
+    """Reads from the Django database that holds celery-dbeat's tables."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).using(database_alias())
+
+
+class _ReadOnly(_OnScheduleDatabase):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(_OnScheduleDatabase):
+    form = ScheduleForm
+    list_display = ("name", "task", "spec", "state", "next_run", "last_fired", "run_count")
+    list_filter = (StateFilter, "kind", "origin", "misfire_policy")
+    search_fields = ("name", "task")
+    actions = ("pause", "resume", "trigger")
+    save_on_top = True
+    timing_fields = (
+        "kind",
+        "cron",
+        "timezone",
+        "cron_days",
+        "dst_gap",
+        "dst_fold",
+        "every",
+        "run_at",
+        "start_at",
+        "end_at",
+        "max_runs",
+        "jitter",
+    )
+    state_fields = (
+        "state",
+        "next_run",
+        "due",
+        "next_slots",
+        "last_fired",
+        "run_count",
+        "finished",
+        "last_error",
+        "origin",
+        "created",
+        "updated",
+    )
+
+    next_run = instant("next_run_at", "next run at")
+    due = instant("due_at", "due at (with jitter)")
+    last_fired = instant("last_slot", "last slot")
+    finished = instant("finished_at", "finished at")
+    created = instant("created_at", "created at")
+    updated = instant("updated_at", "updated at")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets: list[tuple[str | None, dict[str, Any]]] = [
+            (None, {"fields": ("name", "task", "enabled")}),
+            ("When", {"fields": self.timing_fields}),
+            ("Payload", {"fields": ("args", "kwargs", "options")}),
+            ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
+        ]
+        if obj is not None:
+            fieldsets.append(("State", {"fields": self.state_fields}))
+            fieldsets.append(("Recent fires", {"fields": ("recent_fires",)}))
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*self.state_fields, "recent_fires") if obj is not None else ()
+
+    @admin.display(description="spec")
+    def spec(self, obj: Schedule) -> str:
+        if obj.kind == "cron":
+            return f"{obj.cron} ({obj.timezone or 'UTC'})"
+        if obj.kind == "interval" and obj.every is not None:
+            return f"every {obj.every:g} s"
+        if obj.kind == "once":
+            return f"once at {utc(obj.run_at)}"
+        return str(obj.kind)
+
+    @admin.display(description="state")
+    def state(self, obj: Schedule) -> str:
+        return obj.state
+
+    @admin.display(description="next slots")
+    def next_slots(self, obj: Schedule) -> str:
+        try:
+            slots = schedules().preview(obj.name, count=PREVIEW_COUNT)
+        except DBeatError as exc:
+            return f"cannot be computed: {exc}"
+        return next_slots_html(slots, obj.timezone if obj.kind == "cron" else None)
+
+    @admin.display(description="recent fires")
+    def recent_fires(self, obj: Schedule) -> str:
+        fires = obj.fires.order_by("-slot", "-id")[:RECENT_FIRES]
+        url = reverse("admin:celery_dbeat_fire_changelist", current_app=self.admin_site.name)
+        return recent_fires_html(fires, f"{url}?schedule__id__exact={obj.pk}")
+
+    # Writes: all through celery_dbeat.api.Schedules -----------------------------------------
+
+    @csrf_protect_m
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # Not inside Django's transaction (ModelAdmin opens one for POSTs): the write is the API's
+        # own transaction. On a SQLite file shared with the tables, Django's would keep a read
+        # snapshot from before the API's commit (the saved row would not be found), or with
+        # transaction_mode IMMEDIATE hold the write lock the API waits for.
+        if object_id is not None and request.method == "GET":
+            obj = self.get_object(request, object_id)
+            if obj is not None and obj.origin == "config":
+                self.message_user(request, CONFIG_WARNING, messages.WARNING)
+        try:
+            return self._changeform_view(request, object_id, form_url, extra_context)
+        except _WriteRefused as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    @csrf_protect_m
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # As changeform_view: the API deletes in its own transaction.
+        return self._delete_view(request, object_id, extra_context)
+
+    def save_model(
+        self, request: HttpRequest, obj: Schedule, form: ScheduleForm, change: bool
+    ) -> None:
+        definition = form.definition
+        assert definition is not None  # the form validated
+        api = schedules()
+        try:
+            if not change:
+                info = api.create(definition)
+            else:
+                assert form.original_name is not None
+                info = api.replace(form.original_name, definition)
+        except DBeatError as exc:
+            raise _WriteRefused(str(exc)) from exc
+        fresh = self.get_queryset(request).get(pk=info.id)
+        for field in Schedule._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(fresh, field.attname))
+        obj._state.adding, obj._state.db = False, fresh._state.db
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Nothing: a schedule has no related rows to save."""
+
+    def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
+        with contextlib.suppress(ScheduleNotFound):  # removed meanwhile
+            schedules().remove(obj.name)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for schedule in queryset:
+            self.delete_model(request, schedule)
+
+    # Actions ----------------------------------------------------------------------------------
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet, verb: str, call: Callable[[str], object]
+    ) -> None:
+        """Apply ``call`` to each selected schedule's name; report what was done and refused."""
+        done: list[str] = []
+        for name in queryset.values_list("name", flat=True):
+            try:
+                detail = call(name)
+            except DBeatError as exc:
+                self.message_user(request, f"{name}: {exc}", messages.ERROR)
+                continue
+            done.append(name if detail is None else f"{name} ({detail})")
+        if done:
+            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+
+    @admin.action(description="Pause the selected schedules", permissions=["change"])
+    def pause(self, request: HttpRequest, queryset: QuerySet) -> None:
+        api = schedules()
+
+        def pause(name: str) -> None:
+            api.pause(name)
+
+        self._each(request, queryset, "Paused", pause)
+
+    @admin.action(
+        description="Resume the selected schedules (from now, without catch-up)",
+        permissions=["change"],
+    )
+    def resume(self, request: HttpRequest, queryset: QuerySet) -> None:
+        api = schedules()
+
+        def resume(name: str) -> None:
+            api.resume(name)
+
+        self._each(request, queryset, "Resumed", resume)
+
+    @admin.action(description="Trigger the selected schedules now", permissions=["change"])
+    def trigger(self, request: HttpRequest, queryset: QuerySet) -> None:
+        api = schedules()
+
+        def trigger(name: str) -> str:
+            return f"task id {api.trigger(name)}"
+
+        verb = "Triggered (a running beat publishes each within dbeat_max_interval)"
+        self._each(request, queryset, verb, trigger)
+
+
+@admin.register(Fire)
+class FireAdmin(_ReadOnly):
+    list_display = (
+        "slot_utc",
+        "schedule_link",
+        "status",
+        "manual",
+        "sent",
+        "lag",
+        "beat",
+        "task_id",
+        "attempts",
+        "error",
+    )
+    list_filter = (StatusFilter, "manual", "slot")
+    search_fields = ("schedule__name", "task_id", "beat")
+    list_select_related = ("schedule",)
+    fields = (
+        "schedule",
+        "slot_utc",
+        "manual",
+        "status",
+        "slot_count",
+        "first",
+        "task_id",
+        "beat",
+        "recorded",
+        "sent",
+        "lag",
+        "lease",
+        "attempts",
+        "error",
+    )
+
+    slot_utc = instant("slot", "slot")
+    first = instant("first_slot", "oldest slot of the group")
+    recorded = instant("recorded_at", "recorded at")
+    sent = instant("sent_at", "sent at")
+    lease = instant("lease_until", "lease until")
+
+    @admin.display(description="schedule", ordering="schedule__name")
+    def schedule_link(self, obj: Fire) -> str:
+        url = reverse(
+            "admin:celery_dbeat_schedule_change",
+            args=[obj.schedule_id],
+            current_app=self.admin_site.name,
+        )
+        link: str = format_html('<a href="{}">{}</a>', url, obj.schedule.name)
+        return link
+
+    @admin.display(description="lag")
+    def lag(self, obj: Fire) -> str:
+        return show_lag(obj.lag)
+
+
+@admin.register(Beat)
+class BeatAdmin(_ReadOnly):
+    list_display = ("name", "hostname", "pid", "version", "started", "last_seen")
+    search_fields = ("name", "hostname")
+    fields = ("name", "hostname", "pid", "version", "started", "last_seen")
+
+    started = instant("started_at", "started at")
+    last_seen = instant("last_seen_at", "last seen at")

@@ -1,0 +1,125 @@
+"""How the admin shows schedules and fires: instants in UTC to the second, list filters, and the
+change page's slot preview and recent-fire table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from celery_dbeat.store.models import FireStatus
+
+__all__ = [
+    "StateFilter",
+    "StatusFilter",
+    "instant",
+    "next_slots_html",
+    "recent_fires_html",
+    "show_lag",
+    "utc",
+]
+
+
+def utc(value: datetime | None) -> str:
+    """An instant as stored and keyed: UTC, to the second (Django would show local minutes)."""
+    return "-" if value is None else f"{value:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def show_lag(value: timedelta | None) -> str:
+    return "-" if value is None else f"{value.total_seconds():.3f} s"
+
+
+def instant(field: str, description: str) -> Callable[[Any, Any], str]:
+    """An admin column or read-only field showing ``field`` with :func:`utc`, sortable by it."""
+
+    @admin.display(description=description, ordering=field)
+    def show(_admin: Any, obj: Any) -> str:
+        return utc(getattr(obj, field))
+
+    column: Callable[[Any, Any], str] = show
+    return column
+
+
+class StateFilter(admin.SimpleListFilter):
+    """A schedule's ``state``: active, paused, finished or error (as ``ScheduleInfo.state``)."""
+
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in ("active", "paused", "finished", "error")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        running = queryset.filter(finished_at__isnull=True)
+        if self.value() == "finished":
+            return queryset.filter(finished_at__isnull=False)
+        if self.value() == "error":
+            return running.filter(last_error__isnull=False)
+        if self.value() in ("active", "paused"):
+            return running.filter(last_error__isnull=True, enabled=self.value() == "active")
+        return queryset
+
+
+class StatusFilter(admin.SimpleListFilter):
+    """A fire's status, offering every status (not only those already recorded)."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s.value, s.value) for s in FireStatus]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        return queryset.filter(status=self.value()) if self.value() else queryset
+
+
+def next_slots_html(slots: list[datetime], zone_name: str | None) -> str:
+    """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone."""
+    if not slots:
+        return "none: the schedule has no slot left"
+    zone = None if zone_name in (None, "UTC", "Etc/UTC") else ZoneInfo(str(zone_name))
+    rows = []
+    for slot in slots:
+        local = "" if zone is None else f"{slot.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}"
+        rows.append((utc(slot), f" = {local} in {zone_name}" if local else ""))
+    html: str = format_html(
+        '<ol class="dbeat-next-slots">{}</ol>', format_html_join("", "<li>{}{}</li>", rows)
+    )
+    return html
+
+
+def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
+    """A table of fires: slot, status, sent at, lag, beat, task id, attempts, error."""
+    more = format_html('<a href="{}">all fires</a>', all_fires_url)
+    rows = [
+        (
+            utc(f.slot) + (" (manual)" if f.manual else ""),
+            f.status,
+            utc(f.sent_at),
+            show_lag(f.lag),
+            f.beat or "-",
+            f.task_id or "-",
+            f.attempts,
+            f.error or "",
+        )
+        for f in fires
+    ]
+    if not rows:
+        none: str = format_html("none yet ({})", more)
+        return none
+    cells = "<td>{}</td>" * len(rows[0])
+    headings = ("slot", "status", "sent at", "lag", "beat", "task id", "attempts", "error")
+    html: str = format_html(
+        '<table class="dbeat-recent-fires"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
+        "<p>{}</p>",
+        format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
+        format_html_join("", f"<tr>{cells}</tr>", rows),
+        more,
+    )
+    return html

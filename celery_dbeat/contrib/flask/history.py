@@ -1,0 +1,148 @@
+"""The fire history view: read-only, newest slot first, with lag and outcome; filtered to one
+schedule by the links of the schedules view."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from flask import g, url_for
+from flask_admin.contrib.sqla import filters as sqla_filters
+from markupsafe import Markup
+
+from ...store.models import Fire, FireStatus, Schedule
+from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge
+from .display import duration, fire_outcome
+
+__all__ = ["FireView", "ScheduleNameFilter"]
+
+_FIRE_BADGES = {
+    FireStatus.SENT.value: "success",
+    FireStatus.PENDING.value: "info",
+    FireStatus.SKIPPED.value: "secondary",
+    FireStatus.DROPPED.value: "warning",
+    FireStatus.FAILED.value: "danger",
+}
+
+
+class ScheduleNameFilter(sqla_filters.BaseSQLAFilter):
+    """Fires of the schedule with this name (the link from a schedule to its history)."""
+
+    def __init__(self) -> None:
+        super().__init__(Fire.schedule_id, "Schedule")
+
+    def apply(self, query: Any, value: str, alias: Any = None) -> Any:
+        ids = sa.select(Schedule.id).where(Schedule.name == value)
+        return query.filter(Fire.schedule_id.in_(ids.scalar_subquery()))
+
+    def operation(self) -> str:
+        return "is"
+
+
+def _schedule(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
+    names: dict[int, str] = g.setdefault("dbeat_schedule_names", {})
+    if fire.schedule_id not in names:
+        schedule = view.session.get(Schedule, fire.schedule_id)
+        names[fire.schedule_id] = schedule.name if schedule is not None else "?"
+    url = url_for(f"{view.schedules_endpoint}.edit_view", id=fire.schedule_id)
+    return Markup('<a href="{}">{}</a>').format(url, names[fire.schedule_id])
+
+
+def _lag(view: FireView, context: Any, fire: Fire, name: str) -> str:
+    return "" if fire.sent_at is None else duration(fire.sent_at - fire.slot)
+
+
+def _outcome(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
+    return badge(fire_outcome(fire), _FIRE_BADGES.get(fire.status, "light"), fire.error or "")
+
+
+class FireView(DBeatView):
+    """Read-only fire history, newest slot first; filter by schedule, status or run-now."""
+
+    can_create = False
+    can_edit = False
+    can_delete = False
+    can_view_details = True
+    list_template = "celery_dbeat/fire_list.html"
+    column_list = (
+        "schedule",
+        "slot",
+        "sent_at",
+        "lag",
+        "status",
+        "attempts",
+        "beat",
+        "task_id",
+        "error",
+    )
+    column_details_list = (
+        "schedule",
+        "slot",
+        "manual",
+        "status",
+        "slot_count",
+        "first_slot",
+        "recorded_at",
+        "sent_at",
+        "lag",
+        "lease_until",
+        "attempts",
+        "beat",
+        "task_id",
+        "error",
+    )
+    column_labels: ClassVar[dict[str, str]] = {
+        "sent_at": "Published",
+        "lag": "Lag",
+        "status": "Outcome",
+        "task_id": "Task id",
+        "manual": "Run now",
+    }
+    column_sortable_list = ("slot", "sent_at", "status", "attempts", "beat")
+    column_default_sort: ClassVar[list[tuple[str, bool]]] = [("slot", True), ("id", True)]
+    column_searchable_list = ("task_id", "beat")
+    column_filters = (
+        ScheduleNameFilter(),
+        sqla_filters.FilterEqual(
+            Fire.status, "Outcome", options=[(s.value, s.value) for s in FireStatus]
+        ),
+        sqla_filters.BooleanEqualFilter(Fire.manual, "Run now"),
+    )
+    column_formatters: ClassVar[dict[str, Any]] = {
+        "schedule": _schedule,
+        "lag": _lag,
+        "status": _outcome,
+    }
+
+    def __init__(
+        self,
+        session: AdminSession,
+        access: Access,
+        *,
+        name: str = "Fire history",
+        category: str | None = None,
+        endpoint: str = FIRES_ENDPOINT,
+        url: str = "fires",
+        schedules_endpoint: str = SCHEDULES_ENDPOINT,
+    ) -> None:
+        self.schedules_endpoint = schedules_endpoint
+        super().__init__(
+            Fire, session, access, name=name, category=category, endpoint=endpoint, url=url
+        )
+
+    def history_url(self, schedule: str) -> str:
+        """The history page filtered to one schedule."""
+        index = next(i for i, f in enumerate(self._filters) if isinstance(f, ScheduleNameFilter))
+        key = f"flt0_{self.get_filter_arg(index, self._filters[index])}"
+        arguments: dict[str, Any] = {key: schedule}
+        return url_for(f"{self.endpoint}.index_view", **arguments)
+
+    def get_list(self, *args: Any, **kwargs: Any) -> Any:
+        count, fires = super().get_list(*args, **kwargs)
+        ids = {fire.schedule_id for fire in fires}
+        if ids:
+            rows = self.session.execute(
+                sa.select(Schedule.id, Schedule.name).where(Schedule.id.in_(ids))
+            )
+            g.dbeat_schedule_names = {row.id: row.name for row in rows}
+        return count, fires

@@ -1,0 +1,282 @@
+"""The schedules view: list with search and filters, create and edit forms (with a preview of
+the next slots), delete, and the pause, resume and run-now bulk actions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from flask import flash, url_for
+from flask_admin.contrib.sqla import filters as sqla_filters
+from flask_admin.helpers import get_form_data
+from markupsafe import Markup
+
+from ...api import Schedules
+from ...definitions import definition_from_form
+from ...errors import DBeatError, ScheduleExists, ValidationError
+from ...store.manage import CONFIG_ORIGIN
+from ...store.models import Schedule
+from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
+from .display import STATES, instant, local_instant, schedule_state, spec_summary
+from .forms import ScheduleForm, field_of, form_data, form_values
+from .history import FireView
+
+__all__ = ["ScheduleView", "StateFilter"]
+
+_STATE_BADGES = {"active": "success", "paused": "secondary", "finished": "dark", "error": "danger"}
+
+
+class StateFilter(sqla_filters.BaseSQLAFilter):
+    """``active``, ``paused``, ``finished`` or ``error``, as :func:`schedule_state` says."""
+
+    def __init__(self) -> None:
+        super().__init__(Schedule.enabled, "State", options=[(s, s) for s in STATES])
+
+    def validate(self, value: Any) -> bool:
+        return value in STATES
+
+    def apply(self, query: Any, value: str, alias: Any = None) -> Any:
+        unfinished = Schedule.finished_at.is_(None)
+        healthy = sa.and_(unfinished, Schedule.last_error.is_(None))
+        clause = {
+            "finished": Schedule.finished_at.is_not(None),
+            "error": sa.and_(unfinished, Schedule.last_error.is_not(None)),
+            "active": sa.and_(healthy, Schedule.enabled == sa.true()),
+            "paused": sa.and_(healthy, Schedule.enabled == sa.false()),
+        }[value]
+        return query.filter(clause)
+
+    def operation(self) -> str:
+        return "is"
+
+
+def _name(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    url = url_for(f"{view.endpoint}.edit_view", id=row.id)
+    return Markup('<a href="{}">{}</a>').format(url, row.name)
+
+
+def _spec(view: ScheduleView, context: Any, row: Schedule, name: str) -> str:
+    return spec_summary(row)
+
+
+def _state(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    state = schedule_state(row)
+    return badge(state, _STATE_BADGES[state], row.last_error or "")
+
+
+def _last_error(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    error = row.last_error or ""
+    short = error if len(error) <= 80 else error[:79] + "…"
+    return Markup('<span title="{}">{}</span>').format(error, short)
+
+
+def _history(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    return Markup('<a href="{}">history</a>').format(view.history.history_url(row.name))
+
+
+class ScheduleView(DBeatView):
+    """Schedules: list, search, filters, create and edit forms, delete, pause/resume/run now."""
+
+    can_view_details = False
+    form = ScheduleForm
+    create_template = "celery_dbeat/schedule_create.html"
+    edit_template = "celery_dbeat/schedule_edit.html"
+    column_list = (
+        "name",
+        "task",
+        "spec",
+        "state",
+        "next_run_at",
+        "last_slot",
+        "run_count",
+        "last_error",
+        "history",
+    )
+    column_labels: ClassVar[dict[str, str]] = {
+        "spec": "When",
+        "next_run_at": "Next run",
+        "last_slot": "Last slot",
+        "run_count": "Runs",
+        "last_error": "Last error",
+        "history": "Fires",
+    }
+    column_sortable_list = ("name", "task", "next_run_at", "last_slot", "run_count")
+    column_default_sort = ("name", False)
+    column_searchable_list = ("name", "task")
+    column_filters = (
+        sqla_filters.BooleanEqualFilter(Schedule.enabled, "Enabled"),
+        sqla_filters.FilterEqual(
+            Schedule.kind, "Kind", options=[(k, k) for k in ("cron", "interval", "once")]
+        ),
+        sqla_filters.FilterEqual(
+            Schedule.origin,
+            "Origin",
+            options=[(o, o) for o in ("api", "config", "config:removed")],
+        ),
+        StateFilter(),
+    )
+    column_formatters: ClassVar[dict[str, Any]] = {
+        "name": _name,
+        "spec": _spec,
+        "state": _state,
+        "last_error": _last_error,
+        "history": _history,
+    }
+
+    def __init__(
+        self,
+        schedules: Schedules,
+        session: AdminSession,
+        access: Access,
+        *,
+        history: FireView,
+        name: str = "Schedules",
+        category: str | None = None,
+        endpoint: str = SCHEDULES_ENDPOINT,
+        url: str = "schedules",
+    ) -> None:
+        self.schedules = schedules
+        self.history = history
+        super().__init__(
+            Schedule, session, access, name=name, category=category, endpoint=endpoint, url=url
+        )
+
+    # Forms -------------------------------------------------------------------------------------
+
+    def edit_form(self, obj: Schedule | None = None) -> Any:
+        values = form_values(obj) if obj is not None else {}
+        return self._edit_form_class(get_form_data(), data=values)
+
+    def create_model(self, form: Any) -> Schedule | bool:
+        try:
+            definition = definition_from_form(form_data(form))
+            self.end_read()
+            info = self.schedules.create(definition)
+        except DBeatError as exc:
+            self._not_saved(form, exc)
+            return False
+        model = self.session.get(Schedule, info.id)
+        self.after_model_change(form, model, True)
+        return model if model is not None else True
+
+    def update_model(self, form: Any, model: Schedule) -> bool:
+        try:
+            definition = definition_from_form(form_data(form))
+            self.end_read()
+            self.schedules.replace(model.name, definition)
+        except DBeatError as exc:
+            self._not_saved(form, exc)
+            return False
+        self.session.refresh(model)
+        self.after_model_change(form, model, False)
+        return True
+
+    def _not_saved(
+        self, form: Any, exc: DBeatError, *, field: str | None = None, saved: bool = False
+    ) -> None:
+        if field is None and isinstance(exc, ValidationError):
+            field = field_of(exc)
+        elif field is None and isinstance(exc, ScheduleExists):
+            field = "name"
+        if field is not None:
+            form[field].errors = [*form[field].errors, str(exc)]
+        prefix = "Saved, except" if saved else "Schedule not saved"
+        flash(f"{prefix}: {exc}", "error")
+
+    def render(self, template: str, **kwargs: Any) -> str:
+        model = kwargs.get("model")
+        if template == self.edit_template and isinstance(model, Schedule):
+            kwargs["dbeat"] = self._overview(model)
+        result: str = super().render(template, **kwargs)
+        return result
+
+    def _overview(self, row: Schedule, count: int = 5) -> dict[str, Any]:
+        """What the edit page shows above the form: state, the next slots, links."""
+        zone = row.timezone if row.kind == "cron" and row.timezone else "UTC"
+        overview: dict[str, Any] = {
+            "state": schedule_state(row),
+            "badge": _STATE_BADGES[schedule_state(row)],
+            "spec": spec_summary(row),
+            "zone": zone,
+            "next_run_at": instant(row.next_run_at),
+            "last_slot": instant(row.last_slot),
+            "run_count": row.run_count,
+            "last_error": row.last_error,
+            "config": row.origin == CONFIG_ORIGIN,
+            "origin": row.origin,
+            "history_url": self.history.history_url(row.name),
+            "preview": [],
+            "preview_error": None,
+        }
+        self.end_read()
+        try:
+            slots = self.schedules.preview(row.name, count=count)
+            overview["preview"] = [(instant(s), local_instant(s, zone)) for s in slots]
+        except (DBeatError, LookupError, ValueError) as exc:
+            overview["preview_error"] = str(exc)
+        return overview
+
+    # Deletes and bulk actions ------------------------------------------------------------------
+
+    def delete_model(self, model: Schedule) -> bool:
+        name, origin = model.name, model.origin
+        self.on_model_delete(model)
+        self.end_read()
+        try:
+            self.schedules.remove(name)
+        except DBeatError as exc:
+            flash(f"Schedule {name!r} not deleted: {exc}", "error")
+            return False
+        if origin == CONFIG_ORIGIN:
+            flash(
+                f"{name!r} comes from beat_schedule: the next beat start creates it again. "
+                "Remove it from beat_schedule to disable it for good.",
+                "warning",
+            )
+        self.after_model_delete(model)
+        return True
+
+    def _selected(self, ids: Iterable[str]) -> list[Schedule]:
+        keys = [int(i) for i in ids if str(i).isdigit()]
+        rows = list(
+            self.session.scalars(
+                sa.select(Schedule).where(Schedule.id.in_(keys)).order_by(Schedule.name)
+            )
+        )
+        self.end_read()
+        return rows
+
+    def _each(self, ids: Sequence[str], done_text: str, call: Callable[[str], object]) -> None:
+        done: list[str] = []
+        for row in self._selected(ids):
+            try:
+                call(row.name)
+            except DBeatError as exc:
+                flash(f"{row.name}: {exc}", "error")
+            else:
+                done.append(row.name)
+        if done:
+            flash(f"{done_text} {len(done)} schedule(s): {', '.join(done)}", "success")
+
+    @bulk_action("delete", "Delete", "Delete the selected schedules and their fire history?")
+    def action_delete(self, ids: Sequence[str]) -> None:
+        deleted = [row.name for row in self._selected(ids) if self.delete_model(row)]
+        if deleted:
+            flash(f"Deleted {len(deleted)} schedule(s): {', '.join(deleted)}", "success")
+
+    @bulk_action("pause", "Pause", "Pause the selected schedules?")
+    def action_pause(self, ids: Sequence[str]) -> None:
+        self._each(ids, "Paused", self.schedules.pause)
+
+    @bulk_action(
+        "resume", "Resume", "Resume the selected schedules? Slots missed while paused are not sent."
+    )
+    def action_resume(self, ids: Sequence[str]) -> None:
+        self._each(ids, "Resumed", self.schedules.resume)
+
+    @bulk_action("trigger", "Run now", "Send the selected schedules' tasks once now?")
+    def action_trigger(self, ids: Sequence[str]) -> None:
+        self._each(
+            ids, "Recorded a run-now fire (a running beat sends it) for", self.schedules.trigger
+        )

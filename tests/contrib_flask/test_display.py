@@ -1,0 +1,90 @@
+"""How instants, durations, specs and fire outcomes read in the admin (pure functions)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from celery_dbeat.contrib.flask.display import (
+    duration,
+    fire_outcome,
+    instant,
+    local_instant,
+    spec_summary,
+)
+from celery_dbeat.store.models import Fire, Schedule
+
+UTC = timezone.utc
+AT = datetime(2024, 5, 6, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        pytest.param(timedelta(0), "0 ms", id="zero"),
+        pytest.param(timedelta(milliseconds=250), "250 ms", id="milliseconds"),
+        pytest.param(timedelta(seconds=2.5), "2.5 s", id="seconds"),
+        pytest.param(timedelta(seconds=30), "30 s", id="whole-seconds"),
+        pytest.param(timedelta(minutes=5), "5 min", id="minutes"),
+        pytest.param(timedelta(hours=1, minutes=30), "1 h 30 min", id="hours"),
+        pytest.param(timedelta(days=2, seconds=3), "2 d 3 s", id="days"),
+        pytest.param(timedelta(seconds=-1.5), "-1.5 s", id="early"),
+    ],
+)
+def test_durations_read_in_the_largest_useful_units(delta: timedelta, text: str) -> None:
+    assert duration(delta) == text
+
+
+def test_instants_are_shown_in_utc_and_in_a_zone() -> None:
+    assert instant(AT.astimezone(timezone(timedelta(hours=2)))) == "2024-05-06 09:00:00 UTC"
+    assert instant(None) == ""
+    assert local_instant(AT, "America/New_York") == "2024-05-06 05:00:00 EDT (-0400)"
+
+
+def schedule(**columns: Any) -> Schedule:
+    defaults: dict[str, Any] = {"kind": "cron", "cron": "0 * * * *", "timezone": "UTC"}
+    return Schedule(**{**defaults, **columns})
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [
+        pytest.param(schedule(), "cron 0 * * * *", id="cron-utc"),
+        pytest.param(
+            schedule(timezone="Europe/Paris", dst_gap="skip", cron_days="all"),
+            "cron 0 * * * * (Europe/Paris, dst_gap=skip, days=all)",
+            id="cron-zone-overrides",
+        ),
+        pytest.param(schedule(kind="interval", every=90.0), "every 1 min 30 s", id="interval"),
+        pytest.param(
+            schedule(kind="once", run_at=AT), "once at 2024-05-06 09:00:00 UTC", id="once"
+        ),
+        pytest.param(
+            schedule(start_at=AT, end_at=AT + timedelta(days=1), max_runs=1),
+            "cron 0 * * * *, from 2024-05-06 09:00:00 UTC, until 2024-05-07 09:00:00 UTC, "
+            "at most 1 run",
+            id="bounds",
+        ),
+    ],
+)
+def test_the_spec_summary_says_when_a_schedule_fires(row: Schedule, text: str) -> None:
+    assert spec_summary(row) == text
+
+
+@pytest.mark.parametrize(
+    ("fire", "text"),
+    [
+        pytest.param(Fire(status="sent", manual=False, slot_count=1), "sent", id="sent"),
+        pytest.param(Fire(status="sent", manual=True, slot_count=1), "sent (run now)", id="manual"),
+        pytest.param(
+            Fire(status="dropped", manual=False, slot_count=2, first_slot=AT),
+            "dropped (2 slots from 2024-05-06 09:00:00 UTC)",
+            id="dropped-group",
+        ),
+        pytest.param(Fire(status="skipped", manual=False, slot_count=1), "skipped", id="one-skip"),
+    ],
+)
+def test_a_fire_outcome_says_what_the_row_stands_for(fire: Fire, text: str) -> None:
+    assert fire_outcome(fire) == text
