@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from .clock import Clock, SystemClock
 from .config import Settings
-from .definitions import Definition
+from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ValidationError
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier
@@ -361,9 +361,7 @@ class Schedules:
             catchup_limit=catchup_limit,
             jitter=jitter,
         )
-        with self._writing() as conn:
-            manage.create_schedule(conn, definition, self.clock.now())
-        return self.get(name)
+        return self.create(definition)
 
     def update(self, name: str, /, **changes: Any) -> ScheduleInfo:
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
@@ -450,18 +448,5 @@ class Schedules:
         return Definition.create(**fields)
 
 
-_EDITABLE = (
-    "name",
-    "task",
-    "schedule",
-    "args",
-    "kwargs",
-    "options",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "jitter",
-)
+#: What ``update`` may change (``enabled`` has pause and resume).
+_EDITABLE = ("name", *(a for a in CREATE_ARGUMENTS if a != "enabled"))

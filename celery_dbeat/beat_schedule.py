@@ -14,31 +14,14 @@ from typing import Any
 from celery import Celery
 from celery.schedules import crontab, schedule, solar
 
-from .definitions import Definition
+from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ConfigurationError, ValidationError
 from .specs import Cron, Every, Once
 
 __all__ = ["definitions_from_app", "spec_from_celery"]
 
 #: Keys an entry may have: Celery's own, plus celery-dbeat's per-schedule settings.
-ENTRY_KEYS = frozenset(
-    {
-        "task",
-        "schedule",
-        "args",
-        "kwargs",
-        "options",
-        "relative",
-        "enabled",
-        "start_at",
-        "end_at",
-        "max_runs",
-        "misfire_policy",
-        "misfire_grace",
-        "catchup_limit",
-        "jitter",
-    }
-)
+ENTRY_KEYS = frozenset({*CREATE_ARGUMENTS, "relative"})
 
 
 def _zone_name(app: Celery) -> str:
@@ -92,22 +75,10 @@ def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
         raise ValueError(f"unknown key {unknown[0]!r}")
     if "task" not in entry or "schedule" not in entry:
         raise ValueError("needs 'task' and 'schedule'")
-    return Definition.create(
-        name=name,
-        task=entry["task"],
-        schedule=spec_from_celery(entry["schedule"], app),
-        args=entry.get("args") or (),
-        kwargs=entry.get("kwargs"),
-        options=entry.get("options"),
-        enabled=entry.get("enabled", True),
-        start_at=entry.get("start_at"),
-        end_at=entry.get("end_at"),
-        max_runs=entry.get("max_runs"),
-        misfire_policy=entry.get("misfire_policy"),
-        misfire_grace=entry.get("misfire_grace"),
-        catchup_limit=entry.get("catchup_limit"),
-        jitter=entry.get("jitter"),
-    )
+    fields = {key: value for key, value in entry.items() if key != "relative"}
+    fields["schedule"] = spec_from_celery(entry["schedule"], app)
+    fields["args"] = entry.get("args") or ()
+    return Definition.create(name=name, **fields)
 
 
 def definitions_from_app(app: Celery) -> list[Definition]:

@@ -19,6 +19,7 @@ from .timing import Timing, build_timing
 from .validation import dump_json, parse_args, parse_kwargs, parse_options
 
 __all__ = [
+    "CREATE_ARGUMENTS",
     "FORM_FIELDS",
     "PAYLOAD_COLUMNS",
     "TIMING_COLUMNS",
@@ -27,6 +28,23 @@ __all__ = [
     "definition_to_form",
 ]
 
+#: The keyword arguments of :meth:`Definition.create` besides ``name``: what ``beat_schedule``
+#: entries and API calls may set.
+CREATE_ARGUMENTS = (
+    "task",
+    "schedule",
+    "args",
+    "kwargs",
+    "options",
+    "enabled",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+    "jitter",
+)
 #: Columns whose change moves ``next_run_at`` (recomputed from the edit time).
 TIMING_COLUMNS = (
     "kind",
