@@ -321,7 +321,7 @@ class Schedules:
         """The next ``count`` slots of a stored schedule after ``after`` (default: now)."""
         with self.store.engine.connect() as conn:
             row = manage.load_schedule(conn, name)
-        definition = self._definition_of(row)
+        definition = Definition.from_columns(row._mapping)
         anchor = row.start_at or row.anchor_at or row.created_at
         return definition.timing(anchor).preview(after or self.clock.now(), _count(count))
 
@@ -442,10 +442,6 @@ class Schedules:
             "catchup_limit": info.catchup_limit,
             "jitter": info.jitter,
         }
-
-    def _definition_of(self, row: Row[Any]) -> Definition:
-        fields = self._fields_of(row)
-        return Definition.create(**fields)
 
 
 #: What ``update`` may change (``enabled`` has pause and resume).

@@ -22,6 +22,7 @@ __all__ = [
     "CREATE_ARGUMENTS",
     "FORM_FIELDS",
     "PAYLOAD_COLUMNS",
+    "SPEC_COLUMNS",
     "TIMING_COLUMNS",
     "Definition",
     "definition_from_form",
@@ -45,20 +46,11 @@ CREATE_ARGUMENTS = (
     "catchup_limit",
     "jitter",
 )
-#: Columns whose change moves ``next_run_at`` (recomputed from the edit time).
-TIMING_COLUMNS = (
-    "kind",
-    "cron",
-    "timezone",
-    "every",
-    "run_at",
-    "dst_gap",
-    "dst_fold",
-    "cron_days",
-    "start_at",
-    "end_at",
-    "jitter",
-)
+#: Columns of the spec itself: a change starts an interval's grid afresh at the edit time.
+SPEC_COLUMNS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold", "cron_days")
+#: Columns whose change moves ``next_run_at`` (recomputed from the edit time). Bounds and jitter
+#: keep an interval on its grid.
+TIMING_COLUMNS = (*SPEC_COLUMNS, "start_at", "end_at", "jitter")
 #: Columns whose change keeps ``next_run_at``.
 PAYLOAD_COLUMNS = (
     "task",
@@ -207,6 +199,27 @@ class Definition:
             dst_gap=spec.get("dst_gap"),
             dst_fold=spec.get("dst_fold"),
             cron_days=spec.get("cron_days"),
+        )
+
+    @classmethod
+    def from_columns(cls, row: Any) -> Definition:
+        """The definition of a stored row, a mapping of its columns (validated again, so a
+        broken row raises)."""
+        return cls.create(
+            name=row["name"],
+            task=row["task"],
+            schedule={key: row[key] for key in SPEC_COLUMNS},
+            args=row["args"],
+            kwargs=row["kwargs"],
+            options=row["options"],
+            enabled=row["enabled"],
+            start_at=row["start_at"],
+            end_at=row["end_at"],
+            max_runs=row["max_runs"],
+            misfire_policy=row["misfire_policy"],
+            misfire_grace=row["misfire_grace"],
+            catchup_limit=row["catchup_limit"],
+            jitter=row["jitter"],
         )
 
     def columns(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from ..definitions import PAYLOAD_COLUMNS, TIMING_COLUMNS, Definition
+from ..definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
 from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
 from ..planning import due_times, fire_task_id
 from .models import FireStatus
@@ -80,8 +80,15 @@ def _new_row(definition: Definition, origin: str, now: datetime) -> dict[str, An
 
 
 def _retimed(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any]:
-    """Columns that restart a schedule's timing at ``now``, never before a recorded slot."""
-    anchor = definition.start_at or now
+    """Columns that restart a schedule's timing at ``now``, never before a recorded slot.
+
+    A new spec anchors an interval at ``now``; otherwise (bounds, jitter, a resume) it stays on
+    its grid, ``anchor + n * every``.
+    """
+    columns = definition.columns()
+    spec_changed = any(columns[c] != getattr(row, c) for c in SPEC_COLUMNS)
+    kept = row.anchor_at or row.created_at
+    anchor = definition.start_at or (now if spec_changed or kept is None else kept)
     after = now if row.last_slot is None else max(now, row.last_slot)
     upcoming = _upcoming(definition, anchor, after)
     return dict(
@@ -272,8 +279,13 @@ def set_enabled(
         )
     values: dict[str, Any] = {"enabled": True}
     if not catch_up or row.next_run_at is None:
-        # Beat computes both from now, never before a recorded slot.
-        values.update(next_run_at=None, due_at=None)
+        # From the resume on: the slots of the pause are not fired, the first after it is.
+        try:
+            values.update(_retimed(Definition.from_columns(row._mapping), row, now))
+        except ValidationError:
+            values.update(next_run_at=None, due_at=None)  # beat marks the row with its error
+        if values["next_run_at"] is None and values.get("finished_at") is not None:
+            values["enabled"] = False
     _write(conn, row, values, now)
     return True
 

@@ -365,9 +365,10 @@ def test_bulk_pause_resume_and_run_now_go_through_the_api(
     clock.advance(timedelta(hours=2))
     core_admin.action("resume", ids)
     resumed = core_api.get("poll")
-    # Resuming asks beat to compute the next slot from now: the paused slots are not sent.
+    # Resuming moves to the first slot after now, on the interval's grid: the paused slots are
+    # not sent.
     assert resumed.enabled
-    assert resumed.next_run_at is None
+    assert resumed.next_run_at == clock.now() + timedelta(seconds=30)
 
     before = core_api.get("report")
     page = core_admin.action("trigger", [schedule_id(core_api, "report")])
