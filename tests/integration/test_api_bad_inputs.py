@@ -1,0 +1,62 @@
+"""The Python API rejects the shared table of bad inputs like every other surface does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from celery_dbeat import Cron, Every
+from celery_dbeat.api import Schedules
+from celery_dbeat.definitions import definition_from_form
+from celery_dbeat.errors import ValidationError
+from celery_dbeat.store import migrate
+from tests.bad_inputs import VALID, BadInput, bad_input_params
+
+
+@pytest.fixture
+def schedules(tmp_path: Path) -> Iterator[Schedules]:
+    with Schedules(f"sqlite:///{tmp_path / 'api.sqlite3'}") as api:
+        migrate(api.store.engine)
+        yield api
+
+
+def _add_typed(schedules: Schedules, fields: dict[str, Any]) -> None:
+    if fields["kind"] == "cron":
+        spec: Cron | Every = Cron(fields["cron"], fields["timezone"], dst_gap=fields.get("dst_gap"))
+    else:
+        spec = Every(float(fields["every"]))
+    schedules.add(
+        fields["name"],
+        fields["task"],
+        spec,
+        args=fields["args"],
+        kwargs=fields["kwargs"],
+        options=fields["options"],
+        misfire_policy=fields.get("misfire_policy"),
+    )
+
+
+def _create_from_form(schedules: Schedules, fields: dict[str, Any]) -> None:
+    schedules.create(definition_from_form(fields))
+
+
+@pytest.mark.parametrize("case", bad_input_params())
+@pytest.mark.parametrize("path", ["typed-add", "plain-form-create"])
+def test_the_api_rejects_each_bad_input_naming_the_field_and_stores_nothing(
+    schedules: Schedules, case: BadInput, path: str
+) -> None:
+    fields = {**VALID, **case.fields}
+    write = _add_typed if path == "typed-add" else _create_from_form
+    with pytest.raises(ValidationError) as caught:
+        write(schedules, fields)
+    assert caught.value.field == case.error_field
+    assert case.message in str(caught.value)
+    assert schedules.list() == []
+
+
+def test_the_valid_base_of_the_table_is_accepted(schedules: Schedules) -> None:
+    _add_typed(schedules, dict(VALID))
+    assert [info.name for info in schedules.list()] == [VALID["name"]]
