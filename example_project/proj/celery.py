@@ -18,7 +18,7 @@ from celery_dbeat import Cron, Every
 
 VAR = Path(os.environ.get("EXAMPLE_VAR", Path(__file__).resolve().parent.parent / "var"))
 BROKER_DIR = VAR / "broker"
-for folder in (BROKER_DIR / "out", BROKER_DIR / "processed"):
+for folder in (BROKER_DIR / "out", BROKER_DIR / "processed", BROKER_DIR / "control"):
     folder.mkdir(parents=True, exist_ok=True)
 
 app = Celery("proj", include=["proj.tasks"])
@@ -32,6 +32,7 @@ else:
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
 
