@@ -61,6 +61,7 @@ else:  # proj's filesystem broker, so proj's worker runs what this site's beat s
         "data_folder_in": str(VAR / "broker" / "out"),
         "data_folder_out": str(VAR / "broker" / "out"),
         "processed_folder": str(VAR / "broker" / "processed"),
+        "control_folder": str(VAR / "broker" / "control"),
         "store_processed": False,
     }
 
