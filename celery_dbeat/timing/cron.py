@@ -48,6 +48,10 @@ FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week", "second
 # Random ("R") and hashed ("H") fields would give each beat a different slot.
 _NONDETERMINISTIC = re.compile(r"^[rh](\(|/|$)")
 _RANGE = re.compile(r"^([0-9a-z]+)-([0-9a-z]+)(?:/\d+)?$")
+# A step from a single start value, "N/S": cronie's reading, N-<field max>/S.
+_START_STEP = re.compile(r"^([0-9a-z]+)/(\d+)$")
+#: Highest value of each field (minute, hour, day of month, month, day of week, second).
+_FIELD_MAX = (59, 23, 31, 12, 6, 59)
 _MONTHS = {
     m: i
     for i, m in enumerate(
@@ -123,7 +127,11 @@ def _normalise(expr: str) -> list[str]:
 
 
 def _normalise_range(expr: str, index: int, value: str, part: str) -> str:
-    """``5-5`` becomes ``5`` (croniter 6 reads a one-value range as ``*``); ``5-1`` is refused."""
+    """``5-5`` becomes ``5`` (croniter 6 reads a one-value range as ``*``); ``5-1`` is refused;
+    ``N/S`` means ``N-max/S`` (so ``59/15`` is minute 59 only, as in cronie)."""
+    step = _START_STEP.match(part)
+    if step is not None:
+        part = f"{step.group(1)}-{_FIELD_MAX[index]}/{step.group(2)}"
     match = _RANGE.match(part)
     if match is None:
         return part

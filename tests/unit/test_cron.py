@@ -838,3 +838,19 @@ def test_a_walk_resumed_from_any_slot_continues_with_the_same_slots(
     for slot, following in pairwise(slots):
         assert next(spec.slots_after(slot)) == following
         assert next(spec.slots_after(slot - timedelta(microseconds=1))) == slot
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        pytest.param("59/15 * * * *", ["00:59:00", "01:59:00", "02:59:00"], id="59-step-15-is-59"),
+        pytest.param("10/15 * * * *", ["00:10:00", "00:25:00", "00:40:00"], id="10-step-15"),
+        pytest.param("0 20/6 * * *", ["20:00:00", "20:00:00", "20:00:00"], id="hour-20-step-6"),
+        pytest.param("* * * * * 50/20", ["00:00:50", "00:01:50", "00:02:50"], id="second-50-step"),
+    ],
+)
+def test_a_step_from_a_single_value_runs_to_the_end_of_the_field(
+    expr: str, expected: list[str]
+) -> None:
+    slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2024, 1, 1, tzinfo=timezone.utc))
+    assert [next(slots).strftime("%H:%M:%S") for _ in expected] == expected
