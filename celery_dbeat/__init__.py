@@ -15,7 +15,7 @@ from .errors import (
     StoreUnavailable,
     ValidationError,
 )
-from .specs import Cron, Every, Once
+from .specs import Cron, Every, Once, Solar
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -29,6 +29,7 @@ __all__ = [
     "ScheduleNotFound",
     "Scheduler",
     "SchemaVersionError",
+    "Solar",
     "StoreUnavailable",
     "ValidationError",
     "__version__",

@@ -31,14 +31,14 @@ from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ValidationError
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier
-from .specs import Cron, Every, Once
+from .specs import Cron, Every, Once, Solar
 from .store import manage
 from .store.queries import Store
 from .timing import require_aware
 
 __all__ = ["BeatInfo", "FireInfo", "ScheduleInfo", "Schedules", "preview_spec"]
 
-Spec = Cron | Every | Once
+Spec = Cron | Every | Once | Solar
 _UNSET: Any = object()
 
 
@@ -58,6 +58,13 @@ def _spec_of(row: Row[Any]) -> Spec | None:
         return Every(row.every)
     if row.kind == "once" and row.run_at is not None:
         return Once(row.run_at)
+    if (
+        row.kind == "solar"
+        and row.solar_event is not None
+        and row.latitude is not None
+        and row.longitude is not None
+    ):
+        return Solar(row.solar_event, row.latitude, row.longitude)
     return None
 
 

@@ -1,7 +1,8 @@
 """Turn the app's ``beat_schedule`` into validated definitions, without changing when they fire.
 
 Accepted as an entry's ``schedule``: ``celery_dbeat.Cron/Every/Once``, ``celery.schedules.crontab``
-(evaluated in the app's ``timezone``, as Celery's beat does), ``celery.schedules.schedule``, a
+(evaluated in the app's ``timezone``, as Celery's beat does), ``celery.schedules.solar``,
+``celery.schedules.schedule``, a
 ``timedelta`` or a number of seconds. Anything else is refused with an error naming the entry.
 """
 
@@ -16,7 +17,7 @@ from celery.schedules import crontab, schedule, solar
 
 from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ConfigurationError, ValidationError
-from .specs import Cron, Every, Once
+from .specs import Cron, Every, Once, Solar
 
 __all__ = ["definitions_from_app", "spec_from_celery"]
 
@@ -24,9 +25,22 @@ __all__ = ["definitions_from_app", "spec_from_celery"]
 ENTRY_KEYS = frozenset({*CREATE_ARGUMENTS, "relative"})
 
 
-def _zone_name(app: Celery) -> str:
-    zone = app.timezone
-    return str(getattr(zone, "key", None) or zone)
+def _zone_name(zone: Any) -> str:
+    """The IANA name of a tzinfo (zoneinfo ``key``, pytz ``zone``); UTC for a zero offset."""
+    name = getattr(zone, "key", None) or getattr(zone, "zone", None)
+    if name:
+        return str(name)
+    if zone is not None and zone.utcoffset(None) == timedelta(0):
+        return "UTC"
+    raise ValueError(f"time zone {zone!r} has no IANA name; use a zoneinfo.ZoneInfo")
+
+
+def _crontab_zone(value: Any, app: Celery) -> str:
+    # A crontab is evaluated in the zone of its nowfun() when it has one (Celery's own rule),
+    # else in the app's timezone.
+    if value.nowfun is not None:
+        return _zone_name(value.nowfun().tzinfo)
+    return _zone_name(app.timezone)
 
 
 def _cron_field(value: Any) -> str:
@@ -37,9 +51,9 @@ def _cron_field(value: Any) -> str:
     return ",".join(str(v) for v in sorted(value))
 
 
-def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
+def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once | Solar:
     """The stored spec equivalent of a Celery schedule object (or our own spec)."""
-    if isinstance(value, (Cron, Every, Once)):
+    if isinstance(value, (Cron, Every, Once, Solar)):
         return value
     source: Any = value  # Celery's schedule classes are not fully typed
     if isinstance(value, crontab):
@@ -54,9 +68,9 @@ def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
             )
         )
         # Celery's crontab needs both day fields to match, unlike cron(8)'s either-or.
-        return Cron(expr, timezone=_zone_name(app), days="all")
+        return Cron(expr, timezone=_crontab_zone(source, app), days="all")
     if isinstance(value, solar):
-        raise ValueError("solar schedules are not supported yet")
+        return Solar(source.event, source.lat, source.lon)
     if isinstance(value, schedule):
         return Every(source.run_every.total_seconds())
     if isinstance(value, timedelta):
@@ -64,8 +78,8 @@ def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return Every(float(value))
     raise ValueError(
-        f"unsupported schedule type {type(value).__qualname__}; use crontab, schedule, a "
-        "timedelta, seconds, or celery_dbeat.Cron/Every/Once"
+        f"unsupported schedule type {type(value).__qualname__}; use crontab, solar, schedule, "
+        "a timedelta, seconds, or celery_dbeat.Cron/Every/Once/Solar"
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from .durations import parse_duration
 from .errors import ValidationError
 from .misfire import MisfirePolicy
-from .specs import Cron, Every, Once, SpecFields
+from .specs import Cron, Every, Once, Solar, SpecFields
 from .timing import Timing, build_timing
 from .validation import dump_json, parse_args, parse_kwargs, parse_options
 
@@ -47,7 +47,19 @@ CREATE_ARGUMENTS = (
     "jitter",
 )
 #: Columns of the spec itself: a change starts an interval's grid afresh at the edit time.
-SPEC_COLUMNS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold", "cron_days")
+SPEC_COLUMNS = (
+    "kind",
+    "cron",
+    "timezone",
+    "every",
+    "run_at",
+    "dst_gap",
+    "dst_fold",
+    "cron_days",
+    "solar_event",
+    "latitude",
+    "longitude",
+)
 #: Columns whose change moves ``next_run_at`` (recomputed from the edit time). Bounds and jitter
 #: keep an interval on its grid.
 TIMING_COLUMNS = (*SPEC_COLUMNS, "start_at", "end_at", "jitter")
@@ -65,7 +77,7 @@ PAYLOAD_COLUMNS = (
 
 # Any aware instant will do to validate an interval before its real anchor is known.
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
-_SPEC_KEYS = ("kind", "cron", "timezone", "every", "run_at", "dst_gap", "dst_fold", "cron_days")
+_SPEC_KEYS = SPEC_COLUMNS
 
 
 def _text(field_name: str, value: Any, limit: int) -> str:
@@ -76,8 +88,8 @@ def _text(field_name: str, value: Any, limit: int) -> str:
     return value
 
 
-def _spec_fields(schedule: Cron | Every | Once | Mapping[str, Any]) -> SpecFields:
-    if isinstance(schedule, (Cron, Every, Once)):
+def _spec_fields(schedule: Cron | Every | Once | Solar | Mapping[str, Any]) -> SpecFields:
+    if isinstance(schedule, (Cron, Every, Once, Solar)):
         return schedule.fields()
     if isinstance(schedule, Mapping) and "kind" in schedule:
         unknown = sorted(set(schedule) - set(_SPEC_KEYS))
@@ -85,7 +97,7 @@ def _spec_fields(schedule: Cron | Every | Once | Mapping[str, Any]) -> SpecField
             raise ValidationError("schedule", dict(schedule), f"unknown spec field {unknown[0]!r}")
         return dict(schedule)
     raise ValidationError(
-        "schedule", schedule, "must be celery_dbeat.Cron(...), Every(...) or Once(...)"
+        "schedule", schedule, "must be celery_dbeat.Cron(...), Every(...), Once(...) or Solar(...)"
     )
 
 
@@ -113,7 +125,7 @@ class Definition:
         *,
         name: str,
         task: str,
-        schedule: Cron | Every | Once | Mapping[str, Any],
+        schedule: Cron | Every | Once | Solar | Mapping[str, Any],
         args: Sequence[Any] | str = (),
         kwargs: Mapping[str, Any] | str | None = None,
         options: Mapping[str, Any] | str | None = None,
@@ -199,6 +211,9 @@ class Definition:
             dst_gap=spec.get("dst_gap"),
             dst_fold=spec.get("dst_fold"),
             cron_days=spec.get("cron_days"),
+            solar_event=spec.get("solar_event"),
+            latitude=spec.get("latitude"),
+            longitude=spec.get("longitude"),
         )
 
     @classmethod
@@ -238,6 +253,9 @@ class Definition:
             "dst_gap": spec.get("dst_gap"),
             "dst_fold": spec.get("dst_fold"),
             "cron_days": spec.get("cron_days"),
+            "solar_event": spec.get("solar_event"),
+            "latitude": spec.get("latitude"),
+            "longitude": spec.get("longitude"),
             "start_at": self.start_at,
             "end_at": self.end_at,
             "max_runs": self.max_runs,
@@ -262,6 +280,9 @@ FORM_FIELDS = (
     "cron_days",
     "every",
     "run_at",
+    "solar_event",
+    "latitude",
+    "longitude",
     "args",
     "kwargs",
     "options",
@@ -306,6 +327,17 @@ def _whole(field_name: str, value: Any) -> int | None:
         return int(str(value).strip())
     except ValueError:
         raise ValidationError(field_name, value, "must be a whole number") from None
+
+
+def _number(field_name: str, value: Any) -> float | None:
+    if _blank(value):
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise ValidationError(field_name, value, "must be a number") from None
 
 
 def _flag(field_name: str, value: Any) -> bool:
@@ -353,6 +385,12 @@ def definition_from_form(data: Mapping[str, Any]) -> Definition:
             raise ValidationError("every", every, str(exc)) from None
     elif kind == "once":
         spec["run_at"] = _instant("run_at", data.get("run_at"))
+    elif kind == "solar":
+        spec.update(
+            solar_event=None if _blank(data.get("solar_event")) else data.get("solar_event"),
+            latitude=_number("latitude", data.get("latitude")),
+            longitude=_number("longitude", data.get("longitude")),
+        )
     args: Any = data.get("args")
     kwargs: Any = data.get("kwargs")
     options: Any = data.get("options")
@@ -392,6 +430,9 @@ def definition_to_form(definition: Definition) -> dict[str, Any]:
         "cron_days": spec.get("cron_days"),
         "every": spec.get("every"),
         "run_at": instant(spec.get("run_at")),
+        "solar_event": spec.get("solar_event"),
+        "latitude": spec.get("latitude"),
+        "longitude": spec.get("longitude"),
         "args": definition.args,
         "kwargs": definition.kwargs,
         "options": definition.options,

@@ -45,6 +45,9 @@ def timing_of(row: ScheduleRow) -> Timing:
         dst_gap=row.dst_gap,
         dst_fold=row.dst_fold,
         cron_days=row.cron_days,
+        solar_event=row.solar_event,
+        latitude=row.latitude,
+        longitude=row.longitude,
     )
 
 

@@ -1,4 +1,4 @@
-"""Spec descriptions users write: ``Cron``, ``Every`` and ``Once``.
+"""Spec descriptions users write: ``Cron``, ``Every``, ``Once`` and ``Solar``.
 
 They can stand as the ``schedule`` of a ``beat_schedule`` entry or be passed to the API. Each
 knows the stored fields it becomes; validation happens in :func:`celery_dbeat.timing.build_timing`.
@@ -13,7 +13,7 @@ from typing import Any
 from .durations import parse_duration
 from .errors import ValidationError
 
-__all__ = ["Cron", "Every", "Once", "SpecFields"]
+__all__ = ["Cron", "Every", "Once", "Solar", "SpecFields"]
 
 SpecFields = dict[str, Any]
 
@@ -63,3 +63,21 @@ class Once:
 
     def fields(self) -> SpecFields:
         return {"kind": "once", "run_at": self.at}
+
+
+@dataclass(frozen=True)
+class Solar:
+    """A solar ``event`` (``sunrise``, ``sunset``, ``solar_noon``, ``dawn_civil``, ...) at a place,
+    as Celery's ``solar``. Needs the ``solar`` extra (``ephem``)."""
+
+    event: str
+    lat: float
+    lon: float
+
+    def fields(self) -> SpecFields:
+        return {
+            "kind": "solar",
+            "solar_event": self.event,
+            "latitude": self.lat,
+            "longitude": self.lon,
+        }

@@ -14,7 +14,7 @@ import click
 
 from ..api import ScheduleInfo
 from ..definitions import FORM_FIELDS, Definition, definition_from_form
-from ..specs import Cron, Every, Once
+from ..specs import Cron, Every, Once, Solar
 from ._common import iso, seconds_text
 
 __all__ = [
@@ -36,7 +36,18 @@ CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
 #: Option parameter -> form field, for the options spelt differently from their field.
 FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
 #: Every form field of the spec, cleared when the kind changes.
-SPEC_FIELDS = ("cron", "timezone", "dst_gap", "dst_fold", "cron_days", "every", "run_at")
+SPEC_FIELDS = (
+    "cron",
+    "timezone",
+    "dst_gap",
+    "dst_fold",
+    "cron_days",
+    "every",
+    "run_at",
+    "solar_event",
+    "latitude",
+    "longitude",
+)
 SPEC_KEYS = ("kind", *SPEC_FIELDS)
 #: Payload and bound options, copied to the form field of the same name.
 PLAIN_OPTIONS = (
@@ -147,7 +158,7 @@ def definition_of(info: ScheduleInfo) -> Definition:
     return definition_from_form(form_of(info))
 
 
-def spec_of(definition: Definition) -> Cron | Every | Once:
+def spec_of(definition: Definition) -> Cron | Every | Once | Solar:
     """The API's spec object for a validated definition."""
     spec = definition.spec
     if spec["kind"] == "cron":
@@ -160,6 +171,8 @@ def spec_of(definition: Definition) -> Cron | Every | Once:
         )
     if spec["kind"] == "interval":
         return Every(spec["every"])
+    if spec["kind"] == "solar":
+        return Solar(spec["solar_event"], spec["latitude"], spec["longitude"])
     return Once(spec["run_at"])
 
 

@@ -12,7 +12,7 @@ import click
 from ..api import FireInfo, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..definitions import definition_from_form
-from ..specs import Cron, Every, Once
+from ..specs import Cron, Every, Once, Solar
 from ._common import DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
 from ._forms import (
     KIND_OF_OPTION,
@@ -297,7 +297,7 @@ def preview(
         if not any(option in adhoc for option in KIND_OF_OPTION):
             raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at)")
         definition = definition_from_form(edit_form({"name": "preview", "task": "preview"}, adhoc))
-        spec: Cron | Every | Once | None = spec_of(definition)
+        spec: Cron | Every | Once | Solar | None = spec_of(definition)
         assert spec is not None
         slots = preview_spec(
             spec,

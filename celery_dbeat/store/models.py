@@ -74,6 +74,10 @@ class Schedule(Base):
     anchor_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     dst_gap: Mapped[str | None] = mapped_column(String(16))
     dst_fold: Mapped[str | None] = mapped_column(String(16))
+    #: ``solar`` schedules: the event (``sunrise``, ``sunset``, ...) and the observer's place.
+    solar_event: Mapped[str | None] = mapped_column(String(32))
+    latitude: Mapped[float | None] = mapped_column(Double)
+    longitude: Mapped[float | None] = mapped_column(Double)
     start_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     max_runs: Mapped[int | None] = mapped_column(Integer)

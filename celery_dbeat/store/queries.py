@@ -62,6 +62,9 @@ _PLAN_COLUMNS = [
         "dst_gap",
         "dst_fold",
         "cron_days",
+        "solar_event",
+        "latitude",
+        "longitude",
         "start_at",
         "end_at",
         "max_runs",
@@ -109,6 +112,10 @@ class ScheduleRow:
     jitter: float | None
     version: int
     created_at: datetime
+    #: Solar spec fields, defaulted so that rows of the other kinds can be built without them.
+    solar_event: str | None = None
+    latitude: float | None = None
+    longitude: float | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
     #: timestamps as text: a hand-written '2024-05-06 09:30:00' must match itself, not its
     #: re-formatted '...09:30:00.000000'.

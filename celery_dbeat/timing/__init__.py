@@ -18,6 +18,7 @@ from ..errors import ValidationError
 from .cron import CronSpec, DstFold, DstGap
 from .interval import IntervalSpec
 from .once import OnceSpec
+from .solar import SolarSpec
 
 __all__ = [
     "CronSpec",
@@ -25,6 +26,7 @@ __all__ = [
     "DstGap",
     "IntervalSpec",
     "OnceSpec",
+    "SolarSpec",
     "Spec",
     "SpecKind",
     "Timing",
@@ -41,6 +43,7 @@ class SpecKind(str, enum.Enum):
     CRON = "cron"
     INTERVAL = "interval"
     ONCE = "once"
+    SOLAR = "solar"
 
 
 class Spec(Protocol):
@@ -99,6 +102,9 @@ def build_timing(
     dst_gap: str | None = None,
     dst_fold: str | None = None,
     cron_days: str | None = None,
+    solar_event: str | None = None,
+    latitude: float | None = None,
+    longitude: float | None = None,
 ) -> Timing:
     """Validate stored or user-supplied timing fields and build the :class:`Timing`.
 
@@ -128,6 +134,15 @@ def build_timing(
         if anchor is None:
             raise ValidationError("anchor_at", anchor_at, "is required for an interval schedule")
         spec = IntervalSpec.parse(every, anchor)
+    elif spec_kind is SpecKind.SOLAR:
+        for name, value in (
+            ("solar_event", solar_event),
+            ("latitude", latitude),
+            ("longitude", longitude),
+        ):
+            if value is None:
+                raise ValidationError(name, value, "is required for a solar schedule")
+        spec = SolarSpec.parse(solar_event, latitude, longitude)
     else:
         if run_at is None:
             raise ValidationError("run_at", run_at, "is required for a once schedule")

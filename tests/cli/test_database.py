@@ -35,7 +35,7 @@ def test_migrate_names_the_database_and_the_revision(tmp_path: object) -> None:
     url = f"sqlite:///{tmp_path}/db.sqlite3"
     cli = Cli(make_app(url))
 
-    assert cli.ok("migrate") == f"schema of {url} is at revision 0001 (current)\n"
+    assert cli.ok("migrate") == f"schema of {url} is at revision 0002 (current)\n"
 
 
 # sync ------------------------------------------------------------------------------------------
