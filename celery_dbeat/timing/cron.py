@@ -184,7 +184,9 @@ class CronSpec:
         zone = load_zone(tz)
         if days not in (None, "any", "all"):
             raise ValidationError("cron_days", days, "must be 'any' (cron) or 'all' (crontab)")
-        day_or = days != "all"
+        # cron(8): only when both day fields are restricted (neither starts with "*") does a day
+        # matching either fire; "*/2" in one of them still means "and". croniter would OR them.
+        day_or = days != "all" and not (fields[2].startswith("*") or fields[4].startswith("*"))
         try:
             croniter(" ".join(fields))
         except (CroniterError, ValueError, KeyError, IndexError):

@@ -854,3 +854,16 @@ def test_a_step_from_a_single_value_runs_to_the_end_of_the_field(
 ) -> None:
     slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2024, 1, 1, tzinfo=timezone.utc))
     assert [next(slots).strftime("%H:%M:%S") for _ in expected] == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        pytest.param("0 0 13 * 5", ["Fri 03", "Fri 10", "Mon 13"], id="both-restricted-either"),
+        pytest.param("0 0 */2 * 1", ["Mon 13", "Mon 27", "Mon 03"], id="star-step-dom-means-and"),
+        pytest.param("0 0 1 * */3", ["Sat 01", "Sat 01", "Sun 01"], id="star-step-dow-means-and"),
+    ],
+)
+def test_day_fields_combine_as_in_cron8(expr: str, expected: list[str]) -> None:
+    slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert [next(slots).strftime("%a %d") for _ in expected] == expected
