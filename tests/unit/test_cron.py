@@ -867,3 +867,17 @@ def test_a_step_from_a_single_value_runs_to_the_end_of_the_field(
 def test_day_fields_combine_as_in_cron8(expr: str, expected: list[str]) -> None:
     slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2025, 1, 1, tzinfo=timezone.utc))
     assert [next(slots).strftime("%a %d") for _ in expected] == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        pytest.param("0 0 L * *", ["2025-01-31", "2025-02-28", "2025-03-31"], id="L-last-day"),
+        pytest.param("0 0 15W * *", ["2025-01-15", "2025-02-14", "2025-03-14"], id="W-weekday"),
+        pytest.param("0 0 * * 5#3", ["2025-01-17", "2025-02-21", "2025-03-21"], id="hash-third"),
+        pytest.param("0 0 * * L5", ["2025-01-31", "2025-02-28", "2025-03-28"], id="L-last-friday"),
+    ],
+)
+def test_last_nearest_weekday_and_nth_weekday_fields(expr: str, expected: list[str]) -> None:
+    slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert [next(slots).strftime("%Y-%m-%d") for _ in expected] == expected
