@@ -17,12 +17,13 @@ from celery import beat as celery_beat
 from celery.utils.log import get_logger
 
 from .beat_schedule import definitions_from_app
+from .checks import Level, run_checks
 from .clock import SystemClock
 from .config import Settings, mask_url
+from .errors import SchemaVersionError
 from .locks import FireLock, make_lock
 from .notify import ChangeListener
 from .store import migrate
-from .store.database import check_schema
 from .store.manage import sync_config
 from .store.queries import PublishRequest, Store
 from .ticker import Ticker
@@ -52,8 +53,6 @@ class Scheduler(celery_beat.Scheduler):
     # Celery's Scheduler contract ------------------------------------------------------------
 
     def setup_schedule(self) -> None:
-        for warning in self.dbeat.warnings():
-            logger.warning("dbeat: %s", warning)
         # A paused beat's transaction is ended by PostgreSQL once its lease is over, so its row
         # locks hold other beats back no longer than a lock does.
         self.store = Store(
@@ -85,8 +84,14 @@ class Scheduler(celery_beat.Scheduler):
         assert self.store is not None
         if self.dbeat.auto_migrate:
             migrate(self.store.engine)
-        else:
-            check_schema(self.store.engine)
+        # Start-up checks: an error (e.g. an unknown schema) stops beat, warnings are logged.
+        for finding in run_checks(
+            self.dbeat, self.store.engine, getattr(self.lock, "client", None)
+        ):
+            if finding.level is Level.ERROR:
+                raise SchemaVersionError(finding.message)
+            if finding.level is Level.WARNING:
+                logger.warning("dbeat: check %s: %s", finding.topic, finding.message)
         if self.dbeat.sync_beat_schedule:
             report = sync_config(self.store, definitions_from_app(self.app), self.clock.now())
             logger.info(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from ._common import DBeatGroup
-from .database import migrate, status, sync
+from .database import check, migrate, status, sync
 from .schedules import add, history, list_, pause, preview, remove, resume, show, trigger, update
 from .transfer import export, import_
 
@@ -49,5 +49,6 @@ for command in (
     import_,
     status,
     migrate,
+    check,
 ):
     dbeat.add_command(command)

@@ -10,10 +10,12 @@ import click
 
 from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
+from ..checks import Level, run_checks
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
 from ..store.manage import sync_config
 from ._common import (
+    CommandError,
     DBeatCommand,
     age_text,
     echo_json,
@@ -24,7 +26,7 @@ from ._common import (
     seconds_text,
 )
 
-__all__ = ["migrate", "status", "sync"]
+__all__ = ["check", "migrate", "status", "sync"]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -178,3 +180,38 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
 def _shorten(text: str, limit: int = 100) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@click.command(cls=DBeatCommand)
+@json_option
+def check(as_json: bool) -> None:
+    """Check settings, schema, database and Redis for what would weaken a promise.
+
+    Prints every finding; exits 1 if one is an error (warnings do not fail).
+    """
+    state = runtime()
+    settings = state.settings
+    redis_client = None
+    if settings.redis_url:
+        try:
+            import redis
+        except ImportError:
+            raise CommandError("checking Redis needs: pip install 'celery-dbeat[redis]'") from None
+        redis_client = redis.Redis.from_url(
+            settings.redis_url, socket_timeout=2, socket_connect_timeout=2
+        )
+    try:
+        with state.schedules(check=False) as schedules:
+            findings = run_checks(settings, schedules.store.engine, redis_client)
+    finally:
+        if redis_client is not None:
+            redis_client.close()
+    if as_json:
+        echo_json(
+            [{"level": f.level.value, "topic": f.topic, "message": f.message} for f in findings]
+        )
+    else:
+        for finding in findings:
+            click.echo(f"{finding.level.value:<7} {finding.topic:<8} {finding.message}")
+    if any(f.level is Level.ERROR for f in findings):
+        raise CommandError("some checks failed")

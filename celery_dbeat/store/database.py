@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..errors import SchemaVersionError
 
-__all__ = ["VERSION_TABLE", "check_schema", "create_engine", "migrate"]
+__all__ = ["VERSION_TABLE", "check_schema", "create_engine", "database_findings", "migrate"]
 
 VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -165,3 +165,42 @@ def migrate(engine: Engine, revision: str = "head") -> str:
         new = _current(connection)
     assert new is not None
     return new
+
+
+def database_findings(engine: Engine) -> list[tuple[str, str]]:
+    """``(level, message)`` pairs about server settings that could corrupt stored instants."""
+    backend = engine.dialect.name
+    found: list[tuple[str, str]] = []
+    with engine.connect() as conn:
+        if backend in ("mysql", "mariadb"):
+            mode = str(conn.execute(sa.text("SELECT @@SESSION.sql_mode")).scalar_one() or "")
+            if "STRICT_TRANS_TABLES" not in mode and "STRICT_ALL_TABLES" not in mode:
+                found.append(
+                    (
+                        "warning",
+                        f"sql_mode {mode!r} is not strict: MySQL/MariaDB would silently truncate "
+                        "a bad value instead of refusing it; add STRICT_TRANS_TABLES",
+                    )
+                )
+        elif backend == "sqlite":
+            journal = str(conn.execute(sa.text("PRAGMA journal_mode")).scalar_one())
+            if journal.lower() != "wal":
+                found.append(
+                    (
+                        "warning",
+                        f"journal_mode is {journal!r}, not WAL: beats on this SQLite file block "
+                        "each other's reads while one writes",
+                    )
+                )
+    if not found:
+        storage = _STORAGE.get(backend, "?")
+        found.append(("ok", f"{backend}: instants stored as UTC ({storage})"))
+    return found
+
+
+_STORAGE = {
+    "postgresql": "timestamptz",
+    "mysql": "DATETIME(6), naive UTC",
+    "mariadb": "DATETIME(6), naive UTC",
+    "sqlite": "text, naive UTC",
+}

@@ -11,7 +11,7 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.specs import Cron, Every
 from celery_dbeat.store.queries import Store
-from tests.cli.conftest import Cli, make_app, minutes, utc_now
+from tests.cli.conftest import Cli, make_app, migrated, minutes, utc_now
 
 # migrate ---------------------------------------------------------------------------------------
 
@@ -197,3 +197,19 @@ def test_status_of_an_empty_database_has_no_beats_and_no_backlog(cli: Cli) -> No
     assert "beats      0 live, 0 silent" in out
     assert "backlog    0 due\n" in out
     assert "next fires" not in out
+
+
+def test_check_passes_on_a_current_schema_and_fails_in_one_line_without_one(
+    sqlite_url: str,
+) -> None:
+    bare = Cli(make_app(sqlite_url))
+    failed = bare("check")  # every finding on stdout, then one error line
+    assert failed.exit_code == 1
+    assert "error   schema   the celery-dbeat tables are not installed" in failed.stdout
+    assert failed.stderr.splitlines() == ["Error: some checks failed"]
+    migrated(sqlite_url)
+    output = bare.ok("check")
+    assert "ok      schema" in output
+    findings = json.loads(bare.ok("check", "--json"))
+    assert {f["level"] for f in findings} == {"ok"}
+    assert {f["topic"] for f in findings} >= {"settings", "schema", "database"}
