@@ -97,22 +97,22 @@ class Ticker:
             logger.exception("dbeat: tick failed; retrying in %.1f s", max_sleep)
             return max_sleep
         self._database_recovered()
-        if needs_compute:
-            return 0.0
+        if (earliest is not None and earliest <= self.clock.now()) or needs_compute:
+            # Still due: more than a batch budget (go on at once), or rows other beats hold
+            # locked or won (look again shortly rather than spin on them).
+            return _BUSY_RETRY if busy else 0.0
         if earliest is None:
             return max_sleep
-        wait = (earliest - self.clock.now()).total_seconds()
-        if wait <= 0:
-            return _BUSY_RETRY if busy else 0.0
-        return min(wait, max_sleep)
+        return min((earliest - self.clock.now()).total_seconds(), max_sleep)
 
     def fire_due(self) -> bool:
-        """Record and publish everything due now. True if due rows were left to other beats."""
+        """Record and publish everything due now. True if due rows were left to other beats
+        (locked by them, or claimed or recorded by them first)."""
         budget_end = self.clock.monotonic() + self.settings.max_interval.total_seconds()
         left_to_others = False
         while True:
             seen, published, skipped = self._fire_batch()
-            left_to_others = left_to_others or skipped > 0
+            left_to_others = left_to_others or skipped > 0 or seen == 0
             if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
                 return left_to_others
             if published == 0 and skipped == seen:
