@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from ..api import ScheduleInfo
-from ..definitions import FORM_FIELDS, Definition, definition_from_form
+from ..definitions import FORM_FIELDS, SPEC_COLUMNS, Definition, definition_from_form
 from ..specs import Cron, Every, Once, Solar
 from ._common import iso, seconds_text
 
@@ -36,19 +36,8 @@ CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
 #: Option parameter -> form field, for the options spelt differently from their field.
 FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
 #: Every form field of the spec, cleared when the kind changes.
-SPEC_FIELDS = (
-    "cron",
-    "timezone",
-    "dst_gap",
-    "dst_fold",
-    "cron_days",
-    "every",
-    "run_at",
-    "solar_event",
-    "latitude",
-    "longitude",
-)
-SPEC_KEYS = ("kind", *SPEC_FIELDS)
+SPEC_FIELDS = tuple(column for column in SPEC_COLUMNS if column != "kind")
+SPEC_KEYS = SPEC_COLUMNS
 #: Payload and bound options, copied to the form field of the same name.
 PLAIN_OPTIONS = (
     "args_json",
