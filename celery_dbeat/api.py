@@ -19,7 +19,7 @@ import builtins
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from .clock import Clock, SystemClock
 from .config import Settings
-from .definitions import CREATE_ARGUMENTS, Definition
+from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
 from .errors import ValidationError
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier
@@ -166,19 +166,7 @@ class FireInfo:
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> FireInfo:
-        return cls(
-            slot=row.slot,
-            manual=row.manual,
-            status=row.status,
-            slot_count=row.slot_count,
-            first_slot=row.first_slot,
-            task_id=row.task_id,
-            beat=row.beat,
-            recorded_at=row.recorded_at,
-            sent_at=row.sent_at,
-            attempts=row.attempts,
-            error=row.error,
-        )
+        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
 
     @property
     def lag(self) -> timedelta | None:
@@ -381,7 +369,7 @@ class Schedules:
             raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
         with self._writing() as conn:
             row = manage.load_schedule(conn, name)
-            current = self._fields_of(row)
+            current = create_arguments(row._mapping)
             current.update(changes)
             definition = Definition.create(**current)
             manage.update_schedule(conn, name, definition, self.clock.now())
@@ -428,27 +416,6 @@ class Schedules:
         it within ``dbeat_max_interval``."""
         with self._writing() as conn:
             return manage.record_manual_fire(conn, name, self.clock.now())
-
-    # Helpers ---------------------------------------------------------------------------------
-
-    def _fields_of(self, row: Row[Any]) -> dict[str, Any]:
-        info = ScheduleInfo.from_row(row)
-        return {
-            "name": info.name,
-            "task": info.task,
-            "schedule": info.schedule,
-            "args": info.args,
-            "kwargs": info.kwargs,
-            "options": info.options,
-            "enabled": info.enabled,
-            "start_at": info.start_at,
-            "end_at": info.end_at,
-            "max_runs": info.max_runs,
-            "misfire_policy": info.misfire_policy,
-            "misfire_grace": info.misfire_grace,
-            "catchup_limit": info.catchup_limit,
-            "jitter": info.jitter,
-        }
 
 
 #: What ``update`` may change (``enabled`` has pause and resume).

@@ -25,6 +25,7 @@ __all__ = [
     "SPEC_COLUMNS",
     "TIMING_COLUMNS",
     "Definition",
+    "create_arguments",
     "definition_from_form",
     "definition_to_form",
 ]
@@ -46,6 +47,14 @@ CREATE_ARGUMENTS = (
     "catchup_limit",
     "jitter",
 )
+
+
+def create_arguments(row: Any) -> dict[str, Any]:
+    """The :meth:`Definition.create` arguments of a stored row (a mapping of its columns)."""
+    arguments = {key: row[key] for key in CREATE_ARGUMENTS if key != "schedule"}
+    return dict(arguments, name=row["name"], schedule={key: row[key] for key in SPEC_COLUMNS})
+
+
 #: Columns of the spec itself: a change starts an interval's grid afresh at the edit time.
 SPEC_COLUMNS = (
     "kind",
@@ -86,6 +95,20 @@ def _text(field_name: str, value: Any, limit: int) -> str:
     if len(value) > limit:
         raise ValidationError(field_name, value, f"is longer than {limit} characters")
     return value
+
+
+def _seconds(field_name: str, value: Any, rule: str, *, zero: bool) -> float | None:
+    """A duration field in seconds (``None`` stays ``None``); negative, or zero unless allowed,
+    is refused with ``rule``."""
+    if value is None:
+        return None
+    try:
+        seconds = parse_duration(value).total_seconds()
+    except ValueError as exc:
+        raise ValidationError(field_name, value, str(exc)) from None
+    if seconds < 0 or (seconds == 0 and not zero):
+        raise ValidationError(field_name, value, rule)
+    return seconds
 
 
 def _spec_fields(schedule: Cron | Every | Once | Solar | Mapping[str, Any]) -> SpecFields:
@@ -162,22 +185,8 @@ class Definition:
                 raise ValidationError(
                     "misfire_policy", misfire_policy, f"must be one of {choices}"
                 ) from None
-        grace = None
-        if misfire_grace is not None:
-            try:
-                grace = parse_duration(misfire_grace).total_seconds()
-            except ValueError as exc:
-                raise ValidationError("misfire_grace", misfire_grace, str(exc)) from None
-            if grace <= 0:
-                raise ValidationError("misfire_grace", misfire_grace, "must be a positive duration")
-        spread = None
-        if jitter is not None:
-            try:
-                spread = parse_duration(jitter).total_seconds()
-            except ValueError as exc:
-                raise ValidationError("jitter", jitter, str(exc)) from None
-            if spread < 0:
-                raise ValidationError("jitter", jitter, "must be a duration >= 0")
+        grace = _seconds("misfire_grace", misfire_grace, "must be a positive duration", zero=False)
+        spread = _seconds("jitter", jitter, "must be a duration >= 0", zero=True)
         definition = cls(
             name=name,
             task=task,
@@ -220,22 +229,7 @@ class Definition:
     def from_columns(cls, row: Any) -> Definition:
         """The definition of a stored row, a mapping of its columns (validated again, so a
         broken row raises)."""
-        return cls.create(
-            name=row["name"],
-            task=row["task"],
-            schedule={key: row[key] for key in SPEC_COLUMNS},
-            args=row["args"],
-            kwargs=row["kwargs"],
-            options=row["options"],
-            enabled=row["enabled"],
-            start_at=row["start_at"],
-            end_at=row["end_at"],
-            max_runs=row["max_runs"],
-            misfire_policy=row["misfire_policy"],
-            misfire_grace=row["misfire_grace"],
-            catchup_limit=row["catchup_limit"],
-            jitter=row["jitter"],
-        )
+        return cls.create(**create_arguments(row))
 
     def columns(self) -> dict[str, Any]:
         """The stored column values of this definition (timing and payload, not state)."""
@@ -268,7 +262,8 @@ class Definition:
 
 # Plain-data forms: what the CLI, admin forms and export/import exchange --------------------
 
-#: Every field of the plain form, in display order.
+#: Every field of the plain form, in display order: the spec's fields, then the rest of what
+#: ``Definition.create`` takes.
 FORM_FIELDS = (
     "name",
     "task",
@@ -283,17 +278,7 @@ FORM_FIELDS = (
     "solar_event",
     "latitude",
     "longitude",
-    "args",
-    "kwargs",
-    "options",
-    "enabled",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "jitter",
+    *(argument for argument in CREATE_ARGUMENTS if argument not in ("task", "schedule")),
 )
 
 

@@ -141,9 +141,9 @@ class Ticker:
         except BaseException:
             self.lock.release(won)
             raise
-        self._log_decisions(chosen)
+        self._log_decisions(applied)
         self.publish_recorded(requests, started)
-        return len(transitions), len(requests), len(transitions) - applied
+        return len(transitions), len(requests), len(transitions) - len(applied)
 
     def recover_pending(self) -> int:
         """Publish fires recorded by a beat that did not publish them within their lease."""

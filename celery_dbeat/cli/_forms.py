@@ -13,7 +13,13 @@ from typing import Any, TypeVar
 import click
 
 from ..api import ScheduleInfo
-from ..definitions import FORM_FIELDS, SPEC_COLUMNS, Definition, definition_from_form
+from ..definitions import (
+    CREATE_ARGUMENTS,
+    FORM_FIELDS,
+    SPEC_COLUMNS,
+    Definition,
+    definition_from_form,
+)
 from ..specs import Cron, Every, Once, Solar
 from ._common import iso, seconds_text
 
@@ -41,15 +47,7 @@ SPEC_KEYS = SPEC_COLUMNS
 #: Payload and bound options, copied to the form field of the same name.
 PLAIN_OPTIONS = (
     "args_json",
-    "kwargs",
-    "options",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "jitter",
+    *(a for a in CREATE_ARGUMENTS if a not in ("task", "schedule", "args", "enabled")),
 )
 
 

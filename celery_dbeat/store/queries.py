@@ -175,9 +175,9 @@ class DueBatch:
         self.schedules = schedules
         self._beat = beat
         self._now = now
-        #: How many transitions the last ``record`` applied (the others lost their
-        #: compare-and-set to another beat or an edit).
-        self.applied = 0
+        #: The transitions the last ``record`` applied (the others lost their compare-and-set
+        #: to another beat or an edit).
+        self.applied: list[Transition] = []
 
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
@@ -266,7 +266,7 @@ class DueBatch:
                     )
         if inserts:
             conn.execute(sa.insert(F), inserts)
-        self.applied = len(applied)
+        self.applied = applied
         return published
 
 
