@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
@@ -29,14 +29,25 @@ from .clock import Clock, SystemClock
 from .config import Settings
 from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
 from .errors import ValidationError
+from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier
+from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar
 from .store import manage
+from .store.health import unhealthy_candidates
 from .store.queries import Store
 from .timing import require_aware
 
-__all__ = ["BeatInfo", "FireInfo", "ScheduleInfo", "Schedules", "preview_spec"]
+__all__ = [
+    "UNHEALTHY_REASONS",
+    "BeatInfo",
+    "FireInfo",
+    "ScheduleHealth",
+    "ScheduleInfo",
+    "Schedules",
+    "preview_spec",
+]
 
 Spec = Cron | Every | Once | Solar
 _UNSET: Any = object()
@@ -89,6 +100,8 @@ class ScheduleInfo:
     misfire_grace: float | None
     catchup_limit: int | None
     jitter: float | None
+    overlap_policy: str | None
+    max_run_time: float | None
     next_run_at: datetime | None
     last_slot: datetime | None
     last_error: str | None
@@ -117,6 +130,8 @@ class ScheduleInfo:
             misfire_grace=row.misfire_grace,
             catchup_limit=row.catchup_limit,
             jitter=row.jitter,
+            overlap_policy=row.overlap_policy,
+            max_run_time=row.max_run_time,
             next_run_at=row.next_run_at,
             last_slot=row.last_slot,
             last_error=row.last_error,
@@ -150,7 +165,11 @@ class BeatInfo:
 
 @dataclass(frozen=True)
 class FireInfo:
-    """One row of a schedule's fire history."""
+    """One row of a schedule's fire history: what beat did with the fire (``status``, a
+    :class:`~celery_dbeat.store.models.FireStatus` value) and, when the worker hook
+    (:mod:`celery_dbeat.worker`) is on, what became of its run (``run_status``, a
+    :class:`~celery_dbeat.store.models.RunStatus` value, and the ``started_at`` ...
+    ``run_error`` columns; all ``None`` without the hook or before the run starts)."""
 
     slot: datetime
     manual: bool
@@ -163,6 +182,13 @@ class FireInfo:
     sent_at: datetime | None
     attempts: int
     error: str | None
+    run_status: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    #: Seconds the task ran, as the worker measured it.
+    runtime: float | None = None
+    worker: str | None = None
+    run_error: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> FireInfo:
@@ -172,6 +198,30 @@ class FireInfo:
     def lag(self) -> timedelta | None:
         """How long after its slot the fire reached the broker."""
         return None if self.sent_at is None else self.sent_at - self.slot
+
+    @property
+    def outcome(self) -> str:
+        """One word for the whole fire: its run's status once the worker reported on it
+        (``started``, ``retried``, ``succeeded``, ``failed``, ``revoked``), else its fire status
+        (``pending``, ``sent``, ``skipped``, ``dropped``, ``failed`` (never published),
+        ``overlap``, ``buffered``)."""
+        return self.run_status or self.status
+
+    @property
+    def run_duration(self) -> timedelta | None:
+        """How long the task ran: the worker's measure, else from start to finish."""
+        if self.runtime is not None:
+            return timedelta(seconds=self.runtime)
+        if self.started_at is not None and self.finished_at is not None:
+            return self.finished_at - self.started_at
+        return None
+
+    @property
+    def queue_wait(self) -> timedelta | None:
+        """How long the message waited between the broker and a worker starting it."""
+        if self.sent_at is None or self.started_at is None:
+            return None
+        return self.started_at - self.sent_at
 
 
 def preview_spec(
@@ -208,15 +258,21 @@ class Schedules:
         clock: Clock | None = None,
         notify: Any = None,
         redis_key_prefix: str = "dbeat:",
+        redis_options: Mapping[str, Any] | None = None,
     ) -> None:
         """``notify``: a Redis URL or client; after each write, running beats are woken through
-        it (give the beats' ``dbeat_redis_url`` and ``dbeat_redis_key_prefix``)."""
+        it (give the beats' ``dbeat_redis_url``, ``dbeat_redis_key_prefix`` and
+        ``dbeat_redis_options``)."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
             self.store, self._owns = Store(target), True
         self.clock = clock or SystemClock()
-        self.notifier = None if notify is None else ChangeNotifier(notify, prefix=redis_key_prefix)
+        self.notifier = (
+            None
+            if notify is None
+            else ChangeNotifier(notify, prefix=redis_key_prefix, options=redis_options)
+        )
 
     @classmethod
     def from_app(cls, app: Any, *, clock: Clock | None = None) -> Schedules:
@@ -228,6 +284,7 @@ class Schedules:
             clock=clock,
             notify=settings.redis_url,
             redis_key_prefix=settings.redis_key_prefix,
+            redis_options=settings.redis_options,
         )
         schedules._owns = True
         return schedules
@@ -310,6 +367,14 @@ class Schedules:
         with self.store.engine.connect() as conn:
             return [FireInfo.from_row(r) for r in manage.fire_history(conn, name, limit)]
 
+    def unhealthy(self, *, now: datetime | None = None) -> builtins.list[ScheduleHealth]:
+        """Schedules whose last run failed or that have not succeeded within their expected
+        period, by name; see :mod:`celery_dbeat.health` for the exact rules."""
+        now = now or self.clock.now()
+        with self.store.engine.connect() as conn:
+            candidates = unhealthy_candidates(conn)
+        return judge(candidates, now)
+
     def preview(
         self, name: str, *, count: int = 5, after: datetime | None = None
     ) -> builtins.list[datetime]:
@@ -339,6 +404,8 @@ class Schedules:
         misfire_grace: Any = None,
         catchup_limit: int | None = None,
         jitter: Any = None,
+        overlap_policy: str | OverlapPolicy | None = None,
+        max_run_time: Any = None,
     ) -> ScheduleInfo:
         definition = Definition.create(
             name=name,
@@ -355,13 +422,16 @@ class Schedules:
             misfire_grace=misfire_grace,
             catchup_limit=catchup_limit,
             jitter=jitter,
+            overlap_policy=overlap_policy,
+            max_run_time=max_run_time,
         )
         return self.create(definition)
 
     def update(self, name: str, /, **changes: Any) -> ScheduleInfo:
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
         ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
-        ``catchup_limit``, ``jitter``, ``name`` to rename). A timing change recomputes
+        ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``name`` to
+        rename). A timing change recomputes
         ``next_run_at`` from now; other changes keep it."""
         allowed = set(_EDITABLE)
         unknown = sorted(set(changes) - allowed)
@@ -416,6 +486,18 @@ class Schedules:
         it within ``dbeat_max_interval``."""
         with self._writing() as conn:
             return manage.record_manual_fire(conn, name, self.clock.now())
+
+    def add_many(self, definitions: Iterable[Definition]) -> int:
+        """Store already validated definitions (from ``Definition.create``) as new schedules, in
+        one transaction and one multi-row INSERT; returns how many. For bulk loads: call it once
+        per batch of a few thousand. Raises :class:`ScheduleExists` naming a taken name (then
+        nothing of the batch is stored) and ``ValidationError`` for a name given twice."""
+        batch = builtins.list(definitions)
+        if not batch:
+            return 0
+        with self._writing() as conn:
+            manage.create_schedules(conn, batch, self.clock.now())
+        return len(batch)
 
 
 #: What ``update`` may change (``enabled`` has pause and resume).

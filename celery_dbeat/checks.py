@@ -48,8 +48,18 @@ def _schema(engine: Engine) -> Finding:
 
 
 def _redis(client: Any) -> Finding:
+    # A cluster's nodes are configured one by one: read every primary (lock keys live there). A
+    # Sentinel-managed client reads its current master.
+    from .redis_client import is_cluster
+
     try:
-        config = client.config_get("maxmemory*")
+        if is_cluster(client):
+            configs = {
+                node.name: client.get_redis_connection(node).config_get("maxmemory*")
+                for node in client.get_primaries()
+            }
+        else:
+            configs = {"": client.config_get("maxmemory*")}
     except Exception as exc:  # managed Redis often refuses CONFIG
         return Finding(
             Level.WARNING,
@@ -57,16 +67,22 @@ def _redis(client: Any) -> Finding:
             f"could not read maxmemory-policy ({exc}); make sure it is '{SAFE_EVICTION}' or that "
             "maxmemory is never reached, or lock keys may be evicted",
         )
-    policy = str(config.get("maxmemory-policy", ""))
-    limit = int(config.get("maxmemory", 0) or 0)
-    if policy == SAFE_EVICTION or limit == 0:
-        return Finding(Level.OK, "redis", f"maxmemory-policy {policy or '?'}, maxmemory {limit}")
+    unsafe, seen = [], []
+    for node, config in sorted(configs.items()):
+        policy = str(config.get("maxmemory-policy", ""))
+        limit = int(config.get("maxmemory", 0) or 0)
+        where = f"{node}: " if node else ""
+        seen.append(f"{where}maxmemory-policy {policy or '?'}, maxmemory {limit}")
+        if policy != SAFE_EVICTION and limit != 0:
+            unsafe.append(f"{where}maxmemory-policy is {policy!r} with maxmemory {limit}")
+    if not unsafe:
+        return Finding(Level.OK, "redis", "; ".join(seen))
     return Finding(
         Level.WARNING,
         "redis",
-        f"maxmemory-policy is {policy!r} with maxmemory {limit}: Redis may evict per-fire lock "
-        f"keys under memory pressure (the database still prevents a second fire, but beats race "
-        f"for it); set maxmemory-policy to {SAFE_EVICTION!r} or use a Redis of its own",
+        f"{'; '.join(unsafe)}: Redis may evict per-fire lock keys under memory pressure (the "
+        f"database still prevents a second fire, but beats race for it); set maxmemory-policy "
+        f"to {SAFE_EVICTION!r} or use a Redis of its own",
     )
 
 

@@ -7,12 +7,13 @@ the app was configured with ``namespace="CELERY"``, as Django projects do).
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from .durations import parse_duration
 from .errors import ConfigurationError
@@ -23,16 +24,29 @@ __all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
 DEFAULT_DATABASE_URL = "sqlite:///celerybeat-dbeat.sqlite3"
 
 
+#: A query parameter holding a secret (``?password=`` of redis-py, ``sslpassword`` of libpq).
+_SECRET_PARAMETER = re.compile(r"((?:^|&)[^=&]*password=)[^&]*", re.IGNORECASE)
+
+
 def mask_url(url: str | None) -> str:
-    """``url`` with any password replaced by ``***``, for banners, logs and errors."""
+    """``url`` with any password replaced by ``***``, for banners, logs and errors.
+
+    A list of URLs separated by ``;`` (Sentinel's, a cluster's) is masked URL by URL.
+    """
     if not url:
         return str(url)
+    if ";" in url and url.count("://") > 1:
+        return ";".join(mask_url(part) for part in url.split(";"))
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    netloc, query = parts.netloc, _SECRET_PARAMETER.sub(r"\1***", parts.query)
+    if parts.password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    # Spliced into the original text: urlunsplit would turn ``unix:///path`` into ``unix:/path``.
+    scheme, sep, rest = url.partition("://")
+    rest = netloc + rest[len(parts.netloc) :]
+    if query != parts.query:
+        rest = rest.replace(f"?{parts.query}", f"?{query}", 1)
+    return scheme + sep + rest
 
 
 def _default_instance() -> str:
@@ -50,6 +64,8 @@ class Settings:
     #: Redis URL for per-fire locks; ``None`` claims fires by the database alone.
     redis_url: str | None = None
     redis_key_prefix: str = "dbeat:"
+    #: Extra keyword arguments for the Redis client (TLS files, Sentinel's ``master_name``, ...).
+    redis_options: Mapping[str, Any] = field(default_factory=dict)
     #: Default misfire policy of schedules that do not set their own.
     misfire_policy: MisfirePolicy = MisfirePolicy.LATEST
     #: Default grace window; ``None`` means unbounded.
@@ -71,6 +87,15 @@ class Settings:
     auto_migrate: bool = True
     #: Copy ``beat_schedule`` into the database at start-up.
     sync_beat_schedule: bool = True
+    #: How long a run may take before it counts as lost, for schedules with an overlap policy
+    #: that do not set their own ``max_run_time``.
+    max_run_time: timedelta = timedelta(hours=1)
+    #: Fire history older than this is pruned by beat, in bounded batches; 0 keeps it forever.
+    history_retention: timedelta | None = timedelta(days=30)
+    #: Serve Prometheus metrics on this port (needs ``celery-dbeat[metrics]``); ``None``: off.
+    metrics_port: int | None = None
+    #: Address the metrics server listens on.
+    metrics_address: str = "0.0.0.0"
     #: Name of this beat in fire history and logs.
     instance_name: str = field(default_factory=_default_instance)
     #: Added to this beat's clock; only for simulating skewed hosts in tests.
@@ -129,6 +154,18 @@ class Settings:
                 f"dbeat_misfire_grace ({self.misfire_grace.total_seconds():g} s) is shorter than "
                 f"dbeat_misfire_tolerance ({self.misfire_tolerance.total_seconds():g} s)"
             )
+        retention = self.history_retention
+        if retention is not None:
+            for name, kept in (
+                ("dbeat_max_run_time", self.max_run_time),
+                ("dbeat_publish_retry_window", self.publish_retry_window),
+            ):
+                if retention <= kept:
+                    found.append(
+                        f"dbeat_history_retention ({retention.total_seconds():g} s) is not longer "
+                        f"than {name} ({kept.total_seconds():g} s): history still in use may be "
+                        "pruned"
+                    )
         return found
 
     @property
@@ -150,7 +187,7 @@ def _duration(key: str, value: object, *, allow_zero: bool = False) -> timedelta
 
 def _validate(name: str, value: Any) -> Any:
     key = f"dbeat_{name}"
-    if name in ("database_url", "instance_name", "redis_key_prefix"):
+    if name in ("database_url", "instance_name", "redis_key_prefix", "metrics_address"):
         if not isinstance(value, str) or not value:
             raise ConfigurationError(key, value, "must be a non-empty string")
         return value
@@ -158,9 +195,10 @@ def _validate(name: str, value: Any) -> Any:
         if value is not None and (not isinstance(value, str) or "://" not in value):
             raise ConfigurationError(key, value, "must be a URL such as redis://localhost:6379/0")
         return value
-    if name == "engine_options":
+    if name in ("engine_options", "redis_options"):
         if not isinstance(value, Mapping):
-            raise ConfigurationError(key, value, "must be a dict of create_engine() arguments")
+            target = "create_engine()" if name == "engine_options" else "Redis client"
+            raise ConfigurationError(key, value, f"must be a dict of {target} arguments")
         return dict(value)
     if name == "misfire_policy":
         try:
@@ -170,6 +208,18 @@ def _validate(name: str, value: Any) -> Any:
             raise ConfigurationError(key, value, f"must be one of {choices}") from None
     if name == "misfire_grace":
         return None if value is None else _duration(key, value)
+    if name == "history_retention":
+        # 0 (or None) keeps history forever.
+        kept = None if value is None else _duration(key, value, allow_zero=True)
+        return kept or None
+    if name == "metrics_port":
+        if value is None:
+            return None
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+            raise ConfigurationError(key, value, "must be a TCP port number from 0 to 65535")
+        return value
     if name == "clock_offset":
         try:
             return parse_duration(value)
@@ -177,7 +227,7 @@ def _validate(name: str, value: Any) -> Any:
             raise ConfigurationError(key, value, str(exc)) from None
     if name in ("misfire_tolerance",):
         return _duration(key, value, allow_zero=True)
-    if name in ("lock_ttl", "max_interval", "publish_retry_window"):
+    if name in ("lock_ttl", "max_interval", "publish_retry_window", "max_run_time"):
         return _duration(key, value)
     if name in ("catchup_limit", "batch_size"):
         if isinstance(value, bool) or not isinstance(value, int) or value < (name == "batch_size"):

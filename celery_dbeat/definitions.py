@@ -14,6 +14,7 @@ from typing import Any
 from .durations import parse_duration
 from .errors import ValidationError
 from .misfire import MisfirePolicy
+from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar, SpecFields
 from .timing import Timing, build_timing
 from .validation import dump_json, parse_args, parse_kwargs, parse_options
@@ -46,6 +47,8 @@ CREATE_ARGUMENTS = (
     "misfire_grace",
     "catchup_limit",
     "jitter",
+    "overlap_policy",
+    "max_run_time",
 )
 
 
@@ -82,6 +85,8 @@ PAYLOAD_COLUMNS = (
     "misfire_policy",
     "misfire_grace",
     "catchup_limit",
+    "overlap_policy",
+    "max_run_time",
 )
 
 # Any aware instant will do to validate an interval before its real anchor is known.
@@ -109,6 +114,18 @@ def _seconds(field_name: str, value: Any, rule: str, *, zero: bool) -> float | N
     if seconds < 0 or (seconds == 0 and not zero):
         raise ValidationError(field_name, value, rule)
     return seconds
+
+
+def _choice(
+    field_name: str, value: Any, choices: type[MisfirePolicy] | type[OverlapPolicy]
+) -> str | None:
+    if value is None:
+        return None
+    try:
+        return str(choices(value).value)
+    except ValueError:
+        allowed = ", ".join(c.value for c in choices)
+        raise ValidationError(field_name, value, f"must be one of {allowed}") from None
 
 
 def _spec_fields(schedule: Cron | Every | Once | Solar | Mapping[str, Any]) -> SpecFields:
@@ -141,6 +158,10 @@ class Definition:
     catchup_limit: int | None = None
     #: Deterministic jitter window in seconds.
     jitter: float | None = None
+    #: What to do with a slot whose previous run is still going (``None``: ``allow``).
+    overlap_policy: str | None = None
+    #: Seconds after which an unfinished run counts as lost (``None``: ``dbeat_max_run_time``).
+    max_run_time: float | None = None
 
     @classmethod
     def create(
@@ -160,6 +181,8 @@ class Definition:
         misfire_grace: Any = None,
         catchup_limit: int | None = None,
         jitter: Any = None,
+        overlap_policy: str | OverlapPolicy | None = None,
+        max_run_time: Any = None,
     ) -> Definition:
         """Validate every field; raise :class:`ValidationError` naming the first bad one."""
         _text("name", name, 200)
@@ -176,16 +199,12 @@ class Definition:
             or catchup_limit < 0
         ):
             raise ValidationError("catchup_limit", catchup_limit, "must be a whole number >= 0")
-        policy = None
-        if misfire_policy is not None:
-            try:
-                policy = MisfirePolicy(misfire_policy).value
-            except ValueError:
-                choices = ", ".join(p.value for p in MisfirePolicy)
-                raise ValidationError(
-                    "misfire_policy", misfire_policy, f"must be one of {choices}"
-                ) from None
+        policy = _choice("misfire_policy", misfire_policy, MisfirePolicy)
         grace = _seconds("misfire_grace", misfire_grace, "must be a positive duration", zero=False)
+        overlap = _choice("overlap_policy", overlap_policy, OverlapPolicy)
+        run_limit = _seconds(
+            "max_run_time", max_run_time, "must be a positive duration", zero=False
+        )
         spread = _seconds("jitter", jitter, "must be a duration >= 0", zero=True)
         definition = cls(
             name=name,
@@ -202,6 +221,8 @@ class Definition:
             misfire_grace=grace,
             catchup_limit=catchup_limit,
             jitter=spread or None,
+            overlap_policy=overlap,
+            max_run_time=run_limit,
         )
         definition.timing(anchor_at=start_at or _SOME_ANCHOR)
         return definition
@@ -257,6 +278,8 @@ class Definition:
             "misfire_grace": self.misfire_grace,
             "catchup_limit": self.catchup_limit,
             "jitter": self.jitter,
+            "overlap_policy": self.overlap_policy,
+            "max_run_time": self.max_run_time,
         }
 
 
@@ -394,6 +417,8 @@ def definition_from_form(data: Mapping[str, Any]) -> Definition:
         misfire_grace=None if _blank(data.get("misfire_grace")) else data.get("misfire_grace"),
         catchup_limit=_whole("catchup_limit", data.get("catchup_limit")),
         jitter=None if _blank(data.get("jitter")) else data.get("jitter"),
+        overlap_policy=None if _blank(data.get("overlap_policy")) else data.get("overlap_policy"),
+        max_run_time=None if _blank(data.get("max_run_time")) else data.get("max_run_time"),
     )
 
 
@@ -429,4 +454,6 @@ def definition_to_form(definition: Definition) -> dict[str, Any]:
         "misfire_grace": definition.misfire_grace,
         "catchup_limit": definition.catchup_limit,
         "jitter": definition.jitter,
+        "overlap_policy": definition.overlap_policy,
+        "max_run_time": definition.max_run_time,
     }

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from celery.utils.log import get_logger
 
 from .config import mask_url
-
-try:
-    import redis
-except ImportError:  # pragma: no cover - depends on the environment
-    redis = None  # type: ignore[assignment]
 
 __all__ = ["ChangeListener", "ChangeNotifier", "channel_name"]
 
@@ -33,13 +29,29 @@ def channel_name(prefix: str) -> str:
     return f"{prefix}changes"
 
 
-def _client(target: Any) -> tuple[Any, bool]:
-    if isinstance(target, str):
-        if redis is None:
-            raise ImportError("change notifications need redis: pip install 'celery-dbeat[redis]'")
-        client = redis.Redis.from_url(target, socket_timeout=2, socket_connect_timeout=0.5)
-        return client, True
-    return target, False
+def _connect(url: str, options: Mapping[str, Any] | None) -> Any:
+    # Imported here: the management API imports this module, and Redis is optional.
+    from .redis_client import create_client
+
+    return create_client(url, options, socket_timeout=2, socket_connect_timeout=0.5)
+
+
+def _first_client(url: str, options: Mapping[str, Any] | None) -> Any:
+    """The client for ``url``, or ``None`` if it needs a server that is down (a cluster reads its
+    slot map when built); a bad URL or option raises at once."""
+    from .redis_client import UNAVAILABLE
+
+    try:
+        return _connect(url, options)
+    except UNAVAILABLE as exc:
+        logger.debug("dbeat: Redis at %s not reachable yet: %s", mask_url(url), exc)
+        return None
+
+
+def _close(client: Any) -> None:
+    from .redis_client import close_client
+
+    close_client(client)
 
 
 class ChangeNotifier:
@@ -49,8 +61,15 @@ class ChangeNotifier:
     down (each attempt would wait for a connection timeout).
     """
 
-    def __init__(self, target: Any, *, prefix: str = "dbeat:") -> None:
-        self.client, self._owns = _client(target)
+    def __init__(
+        self, target: Any, *, prefix: str = "dbeat:", options: Mapping[str, Any] | None = None
+    ) -> None:
+        """``target``: a Redis URL (built with ``options``, closed by :meth:`close`) or a client
+        the caller keeps."""
+        self._owns = isinstance(target, str)
+        self._url: str = target if self._owns else ""
+        self._options = options
+        self.client: Any = _first_client(target, options) if self._owns else target
         self.channel = channel_name(prefix)
         self._quiet_until = 0.0
 
@@ -58,23 +77,30 @@ class ChangeNotifier:
         if time.monotonic() < self._quiet_until:
             return
         try:
+            if self.client is None:
+                self.client = _connect(self._url, self._options)
+            # Classic PUBLISH: a cluster forwards it to every node, wherever beats subscribed.
             self.client.publish(self.channel, b"1")
         except Exception as exc:  # beats fall back to polling
             self._quiet_until = time.monotonic() + _RETRY_SUBSCRIBE
             logger.debug("dbeat: change notification not sent: %s", exc)
 
     def close(self) -> None:
-        if self._owns:
-            self.client.close()
+        if self._owns and self.client is not None:
+            _close(self.client)
+            self.client = None
 
 
 class ChangeListener:
     """Waits between ticks until the timeout or a change notification, whichever comes first."""
 
-    def __init__(self, url: str, *, prefix: str = "dbeat:") -> None:
+    def __init__(
+        self, url: str, *, prefix: str = "dbeat:", options: Mapping[str, Any] | None = None
+    ) -> None:
         self.url = url
+        self.options = options
         self.channel = channel_name(prefix)
-        self.client, _ = _client(url)
+        self.client: Any = _first_client(url, options)
         self._pubsub: Any = None
         self._retry_at = 0.0
         self._down = False
@@ -101,7 +127,9 @@ class ChangeListener:
         if self._pubsub is not None:
             with contextlib.suppress(Exception):
                 self._pubsub.close()
-        self.client.close()
+        if self.client is not None:
+            _close(self.client)
+            self.client = None
 
     def _subscribed(self) -> Any:
         if self._pubsub is not None:
@@ -109,6 +137,8 @@ class ChangeListener:
         if time.monotonic() < self._retry_at:
             return None
         try:
+            if self.client is None:
+                self.client = _connect(self.url, self.options)
             pubsub = self.client.pubsub()
             pubsub.subscribe(self.channel)
         except Exception as exc:

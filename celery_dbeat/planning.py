@@ -14,13 +14,22 @@ from itertools import chain, pairwise
 
 from .errors import ValidationError
 from .misfire import MisfirePolicy, MisfireRules, SlotGroup, resolve
+from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
 from .store.models import FireStatus
 from .store.queries import NewFire, ScheduleRow, Transition
 from .timing import Timing, build_timing
 from .timing.jitter import fire_at
 from .validation import parse_args, parse_kwargs, parse_options
 
-__all__ = ["TASK_ID_NAMESPACE", "due_times", "fire_task_id", "plan", "rules_of", "timing_of"]
+__all__ = [
+    "TASK_ID_NAMESPACE",
+    "due_times",
+    "fire_task_id",
+    "overlap_of",
+    "plan",
+    "rules_of",
+    "timing_of",
+]
 
 TASK_ID_NAMESPACE = uuid.UUID("6c1b3a8e-5d57-4b0f-9a55-2f6a3c0d9e11")
 
@@ -80,19 +89,35 @@ def _group(group: SlotGroup[tuple[datetime, datetime]] | None, status: FireStatu
     return [NewFire(group.last[0], status, slot_count=group.count, first_slot=group.first[0])]
 
 
-def plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
-    """Decide what to record for ``row`` at ``now``. Never raises for bad stored data."""
+def overlap_of(row: ScheduleRow) -> OverlapPolicy:
+    if row.overlap_policy is None:
+        return OverlapPolicy.ALLOW
     try:
-        return _plan(row, now, defaults)
+        return OverlapPolicy(row.overlap_policy)
+    except ValueError:
+        choices = ", ".join(p.value for p in OverlapPolicy)
+        raise ValidationError(
+            "overlap_policy", row.overlap_policy, f"must be one of {choices}"
+        ) from None
+
+
+def plan(
+    row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunState = IDLE
+) -> Transition:
+    """Decide what to record for ``row`` at ``now``, given what it has running (``runs``, which
+    only matters under an overlap policy). Never raises for bad stored data."""
+    try:
+        return _plan(row, now, defaults, runs)
     except (ArithmeticError, ValueError, TypeError) as exc:
         # Validation should have caught it; whatever a hand-edited row holds, beat goes on.
         return Transition(row, next_run_at=None, error=f"cannot compute slots: {exc!r}")
 
 
-def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition:
+def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunState) -> Transition:
     try:
         timing = timing_of(row)
         rules = rules_of(row, defaults)
+        overlap = overlap_of(row)
         parse_args(row.args)
         parse_kwargs(row.kwargs)
         parse_options(row.options)
@@ -116,11 +141,28 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition
 
     slots = chain([row.next_run_at], timing.slots_after(row.next_run_at))
     result = resolve(due_times(row.name, slots, jitter), now, rules, when=_due)
-    send = [slot for slot, _ in result.send]
+    due = [slot for slot, _ in result.send]
+    sending, buffering, _ = split_for_overlap(len(due), overlap, runs)
+    send, buffer = due[:sending], due[sending : sending + buffering]
+    overlapped = due[sending + buffering :]
     finished = result.next_slot is None
-    if remaining is not None and len(send) >= remaining:
-        send, finished = send[:remaining], True
+    if remaining is not None and len(send) + len(buffer) >= remaining:
+        # The run limit is reached; overlapped slots after the last run are not recorded.
+        send = send[:remaining]
+        buffer = buffer[: remaining - len(send)]
+        overlapped = [slot for slot in overlapped if slot < max(send + buffer)]
+        finished = True
     fires = [NewFire(slot, FireStatus.PENDING, fire_task_id(row.name, slot)) for slot in send]
+    fires += [NewFire(slot, FireStatus.BUFFERED, fire_task_id(row.name, slot)) for slot in buffer]
+    if overlapped:
+        fires.append(
+            NewFire(
+                overlapped[-1],
+                FireStatus.OVERLAP,
+                slot_count=len(overlapped),
+                first_slot=overlapped[0],
+            )
+        )
     fires += _group(result.skipped, FireStatus.SKIPPED)
     fires += _group(result.dropped, FireStatus.DROPPED)
     handled = [f.slot for f in fires]
@@ -131,7 +173,7 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules) -> Transition
         due_at=None if upcoming is None or jitter is None else upcoming[1],
         fires=fires,
         last_slot=max(handled) if handled else None,
-        runs_added=len(send),
+        runs_added=len(send) + len(buffer),
         finished=finished,
     )
 

@@ -22,6 +22,7 @@ from .clock import SystemClock
 from .config import Settings, mask_url
 from .errors import SchemaVersionError
 from .locks import FireLock, make_lock
+from .metrics import NO_METRICS, start_metrics_server
 from .notify import ChangeListener
 from .store import migrate
 from .store.manage import sync_config
@@ -61,12 +62,24 @@ class Scheduler(celery_beat.Scheduler):
             idle_in_transaction=self.dbeat.lock_ttl,
         )
         self.lock = make_lock(
-            self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix, owner=self.dbeat.instance_name
+            self.dbeat.redis_url,
+            prefix=self.dbeat.redis_key_prefix,
+            owner=self.dbeat.instance_name,
+            options=self.dbeat.redis_options,
         )
-        self._ticker = Ticker(self.store, self.lock, self._publish, self.dbeat, self.clock)
+        metrics = NO_METRICS
+        if self.dbeat.metrics_port is not None:
+            metrics = start_metrics_server(
+                self.dbeat.metrics_port, self.dbeat.metrics_address, self.dbeat.instance_name
+            )
+        self._ticker = Ticker(
+            self.store, self.lock, self._publish, self.dbeat, self.clock, metrics=metrics
+        )
         if self.dbeat.redis_url:
             self._listener = ChangeListener(
-                self.dbeat.redis_url, prefix=self.dbeat.redis_key_prefix
+                self.dbeat.redis_url,
+                prefix=self.dbeat.redis_key_prefix,
+                options=self.dbeat.redis_options,
             )
         try:
             self._prepare_database()
@@ -149,6 +162,14 @@ class Scheduler(celery_beat.Scheduler):
             f"    . dbeat locks -> {locks}\n"
             f"    . dbeat instance -> {settings.instance_name}\n"
             f"    . dbeat misfire -> {settings.misfire_policy.value} (grace {grace})"
+            + (
+                f"\n    . dbeat metrics -> http://{settings.metrics_address}:{settings.metrics_port}"
+                "/metrics"
+                if settings.metrics_port is not None
+                else ""
+            )
+            # Checks that need no I/O; the database and Redis checks are logged at start-up.
+            + "".join(f"\n    . dbeat WARNING -> {text}" for text in settings.warnings())
         )
 
     # Publishing ------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 One tick (see README "How a fire is published exactly once"):
 
 1. Every ``max_interval`` at most, take over recorded fires whose recording beat did not publish
-   them within their lease (it died or was paused) and publish them with their recorded task id.
+   them within their lease (it died or was paused) and publish them with their recorded task id;
+   publish buffered fires whose previous run finished; prune old history.
 2. Open a transaction and lock up to ``batch_size`` due schedules (``next_run_at <= now``), skipping
    rows another beat has locked.
-3. Plan each: misfire resolution, the slots to publish, the next slot (pure, :mod:`planning`).
+3. Plan each: misfire resolution, overlap policy, the slots to publish, the next slot (pure,
+   :mod:`planning`).
 4. Claim each fire's lock (one Redis pipeline); drop the schedules another beat holds.
 5. In the same transaction, advance ``next_run_at`` with a compare-and-set on its old value and
    the definition version, and insert the fire rows (unique per schedule and slot) as PENDING.
@@ -19,10 +21,12 @@ One tick (see README "How a fire is published exactly once"):
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import threading
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,7 +36,12 @@ from . import __version__
 from .clock import Clock
 from .config import Settings
 from .locks import FireKey, FireLock
+from .metrics import NO_METRICS, Metrics
+from .overlap import IDLE
 from .planning import plan
+from .store import runs
+from .store.manage import count_due
+from .store.models import FireStatus
 from .store.queries import PublishRequest, Store, Transition
 from .validation import parse_args, parse_kwargs, parse_options
 
@@ -45,20 +54,33 @@ Publisher = Callable[[PublishRequest, list[Any], dict[str, Any], dict[str, Any]]
 
 _BUSY_RETRY = 0.5  # seconds before looking again at due rows other beats are working on
 _MAX_OUTAGE_BACKOFF = 30.0
+_PRUNE_EVERY = 60.0  # seconds between history prunes of one beat
+#: How far back the last-success metric looks when beat starts.
+_SUCCESS_LOOKBACK = timedelta(hours=1)
 
 
 class Ticker:
     def __init__(
-        self, store: Store, lock: FireLock, publish: Publisher, settings: Settings, clock: Clock
+        self,
+        store: Store,
+        lock: FireLock,
+        publish: Publisher,
+        settings: Settings,
+        clock: Clock,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         self.store = store
         self.lock = lock
         self.publish = publish
         self.settings = settings
         self.clock = clock
+        self.metrics = metrics
         self.rules = settings.misfire_rules
         self.beat = settings.instance_name
         self._last_recovery: float | None = None
+        self._last_prune: float | None = None
+        self._ahead: _PublishAhead | None = None
+        self._successes_since = clock.now() - _SUCCESS_LOOKBACK
         self._db_down_since: float | None = None
         self._db_retry_at = 0.0
         self._db_backoff = 1.0
@@ -82,15 +104,16 @@ class Ticker:
         try:
             if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
                 self._last_recovery = mono
-                self.store.heartbeat(self._identity, self.clock.now())
-                self.recover_pending()
+                self.housekeeping()
             busy = self.fire_due()
             earliest, needs_compute = self.store.peek()
+            self.metrics.tick(self.clock.monotonic() - mono)
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
             if _is_conflict(exc):
                 # Another beat or an edit won a row lock; nothing is wrong, look again shortly.
                 logger.debug("dbeat: transaction conflict, retrying: %s", _short(exc))
                 return _BUSY_RETRY
+            self.metrics.error("database")
             return self._database_outage(exc)
         except Exception:
             # A bug or data no validation foresaw must not stop beat: log it, back off, go on.
@@ -110,13 +133,22 @@ class Ticker:
         (locked by them, or claimed or recorded by them first)."""
         budget_end = self.clock.monotonic() + self.settings.max_interval.total_seconds()
         left_to_others = False
-        while True:
-            seen, published, skipped = self._fire_batch()
-            left_to_others = left_to_others or skipped > 0 or seen == 0
-            if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
-                return left_to_others
-            if published == 0 and skipped == seen:
-                return True
+        # Publish each batch while the next one is claimed and recorded (not on SQLite, whose
+        # one writer at a time gains nothing from it).
+        if self.store.engine.dialect.name != "sqlite":
+            self._ahead = _PublishAhead(self.publish_recorded)
+        try:
+            while True:
+                seen, published, skipped = self._fire_batch()
+                left_to_others = left_to_others or skipped > 0 or seen == 0
+                if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
+                    return left_to_others
+                if published == 0 and skipped == seen:
+                    return True
+        finally:
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:
+                ahead.wait()
 
     def _fire_batch(self) -> tuple[int, int, int]:
         # The lease is measured from this instant, on both clocks: if this beat is paused
@@ -128,13 +160,21 @@ class Ticker:
             with self.store.claim_due(now, self.settings.batch_size, self.beat) as batch:
                 if not batch.schedules:
                     return 0, 0, 0
-                transitions = [plan(row, now, self.rules) for row in batch.schedules]
+                states = runs.run_states(
+                    batch.connection, batch.schedules, now, self.settings.max_run_time
+                )
+                transitions = [
+                    plan(row, now, self.rules, states.get(row.id, IDLE)) for row in batch.schedules
+                ]
                 keyed = {
                     FireKey(t.schedule.id, t.schedule.next_run_at): t
                     for t in transitions
                     if t.fires and t.schedule.next_run_at is not None
                 }
                 won = self.lock.claim(keyed.keys(), self.settings.lock_ttl)
+                self.metrics.claims(len(won), len(keyed) - len(won))
+                if getattr(self.lock, "degraded", False):
+                    self.metrics.error("redis")
                 chosen = [t for t in transitions if not t.fires or _key(t) in won]
                 requests = batch.record(chosen, lease_until)
                 applied = batch.applied
@@ -142,8 +182,50 @@ class Ticker:
             self.lock.release(won)
             raise
         self._log_decisions(applied)
-        self.publish_recorded(requests, started)
+        if self._ahead is not None:
+            self._ahead.submit(requests, started)
+        else:
+            self.publish_recorded(requests, started)
         return len(transitions), len(requests), len(transitions) - len(applied)
+
+    def housekeeping(self) -> None:
+        """The periodic part of a tick: heartbeat, fires other beats (or buffering) left to
+        publish, history pruning, and the metrics that need a query."""
+        now = self.clock.now()
+        self.store.heartbeat(self._identity, now)
+        self.recover_pending()
+        self.release_buffered()
+        mono = self.clock.monotonic()
+        retention = self.settings.history_retention
+        if retention is not None and (
+            self._last_prune is None or mono - self._last_prune >= _PRUNE_EVERY
+        ):
+            self._last_prune = mono
+            pruned = runs.prune_history(self.store.engine, now - retention)
+            if pruned:
+                logger.info(
+                    "dbeat: pruned %d fire(s) older than %s from history", pruned, retention
+                )
+        if self.metrics.enabled:
+            with self.store.engine.connect() as conn:
+                self.metrics.backlog(count_due(conn, now))
+            for name, at in runs.recent_successes(self.store.engine, self._successes_since):
+                self.metrics.succeeded(name, at)
+                self._successes_since = max(self._successes_since, at)
+
+    def release_buffered(self) -> int:
+        """Publish buffered fires (overlap policy ``buffer_one``) whose previous run is over."""
+        now, started = self.clock.now(), self.clock.monotonic()
+        requests = runs.release_buffered(
+            self.store.engine,
+            now,
+            now + self.settings.lock_ttl,
+            self.settings.max_run_time,
+            self.beat,
+            self.settings.batch_size,
+        )
+        self.publish_recorded(requests, started)
+        return len(requests)
 
     def recover_pending(self) -> int:
         """Publish fires recorded by a beat that did not publish them within their lease."""
@@ -156,6 +238,7 @@ class Ticker:
                 "dbeat: publishing %d recorded fire(s) that their beat did not publish in time",
                 len(requests),
             )
+            self.metrics.fires("recovered", len(requests))
             self.publish_recorded(requests, started)
         return len(requests)
 
@@ -197,19 +280,24 @@ class Ticker:
                     request, exc, give_up=now - request.slot > self.settings.publish_retry_window
                 )
                 continue
-            logger.info(
-                "dbeat: sent %s (%s) slot=%s task_id=%s",
+            lag = (self.clock.now() - request.slot).total_seconds()
+            self.metrics.lag(lag)
+            log_fire(
+                "sent",
                 request.schedule_name,
-                request.task,
-                request.slot.isoformat(),
+                request.slot,
                 request.task_id,
+                task=request.task,
+                lag=f"{lag:.3f}",
             )
             sent.append(request.task_id)
+        self.metrics.fires("sent", len(sent))
         self.store.mark_sent(sent, self.clock.now(), self.beat)
 
     def _publish_failed(self, request: PublishRequest, exc: Exception, *, give_up: bool) -> None:
         attempts = request.attempts + 1
         retry_in = timedelta(seconds=min(2**attempts, 60))
+        self.metrics.fires("failed" if give_up else "publish_error")
         if give_up:
             logger.error(
                 "dbeat: giving up on %s slot=%s task_id=%s after %d attempt(s): %s",
@@ -248,15 +336,17 @@ class Ticker:
                 continue
             self._broken.pop(t.schedule.id, None)
             for fire in t.fires:
-                if fire.status.value in ("skipped", "dropped"):
-                    logger.info(
-                        "dbeat: %s %d missed slot(s) of %s from %s to %s",
-                        fire.status.value,
-                        fire.slot_count,
-                        name,
-                        (fire.first_slot or fire.slot).isoformat(),
-                        fire.slot.isoformat(),
-                    )
+                if fire.status is FireStatus.PENDING:
+                    continue  # logged when sent
+                self.metrics.fires(fire.status.value, fire.slot_count)
+                log_fire(
+                    fire.status.value,
+                    name,
+                    fire.slot,
+                    fire.task_id,
+                    count=fire.slot_count,
+                    first_slot=(fire.first_slot or fire.slot).isoformat(),
+                )
             if t.finished:
                 logger.info("dbeat: schedule %s finished (no further slot)", name)
 
@@ -278,6 +368,61 @@ class Ticker:
             )
             self._db_down_since = None
             self._db_backoff = 1.0
+
+
+def log_fire(
+    decision: str, schedule: str, slot: datetime, task_id: str | None, **details: Any
+) -> None:
+    """One structured line per fire decision (``sent``, ``skipped``, ``dropped``, ``overlap``,
+    ``buffered``), as ``key=value`` text and as the record's ``dbeat`` attribute (for JSON log
+    formatters)."""
+    fields = {"decision": decision, "schedule": schedule, "slot": slot.isoformat()}
+    if task_id is not None:
+        fields["task_id"] = task_id
+    fields.update({key: str(value) for key, value in details.items()})
+    text = " ".join(f"{key}={_quote(value)}" for key, value in fields.items())
+    logger.info("dbeat: fire %s", text, extra={"dbeat": fields})
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value) if not value or any(c in value for c in ' "=\n') else value
+
+
+class _PublishAhead:
+    """Publishes one recorded batch in a thread while the ticker records the next.
+
+    At most one batch is in flight, so a beat never records far ahead of what it publishes (the
+    leases of what it recorded keep running) and leaves the rest of a herd to other beats. Only
+    this thread publishes while it runs; an error it meets is raised by the next ``submit`` or
+    ``wait``.
+    """
+
+    def __init__(self, publish: Callable[[Sequence[PublishRequest], float], None]) -> None:
+        self._publish = publish
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, requests: Sequence[PublishRequest], leased_at: float) -> None:
+        self.wait()
+        if not requests:
+            return
+
+        def run() -> None:
+            try:
+                self._publish(requests, leased_at)
+            except BaseException as exc:  # handed to the ticker's thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="dbeat-publish", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
 
 
 def _key(t: Transition) -> FireKey:

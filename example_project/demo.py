@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 from proj.celery import VAR, app  # noqa: E402
 
 RECEIVED = VAR / "received.jsonl"
-SHOW = ("dbeat: sent", "dbeat: ", "ran ", "ERROR", "Traceback", "beat: Starting", "ready.")
+SHOW = ("dbeat: ", "ran ", "ERROR", "Traceback", "beat: Starting", "ready.")
 
 
 def start(name: str, *args: str) -> subprocess.Popen[str]:
@@ -123,6 +123,7 @@ def summarise(worker: subprocess.Popen[str], started: datetime) -> int:
     worker.wait(timeout=20)
 
     deliveries = Counter(r["task_id"] for r in received())
+    runs = run_outcomes(started)
     by_schedule: dict[str, list[sa.Row[tuple[str, datetime, str, str]]]] = defaultdict(list)
     for fire in fires:
         by_schedule[fire.name].append(fire)
@@ -139,6 +140,10 @@ def summarise(worker: subprocess.Popen[str], started: datetime) -> int:
         f"  {len(fires)} fires recorded, {sum(deliveries.values())} deliveries, "
         f"{duplicates} duplicates, {missing} missing"
     )
+    print(
+        "  runs recorded by the worker hook: "
+        + (", ".join(f"{n} {outcome}" for outcome, n in sorted(runs.items())) or "none")
+    )
     if duplicates or missing:
         print("FAILED: every fire should reach the worker exactly once", file=sys.stderr)
         return 1
@@ -147,6 +152,20 @@ def summarise(worker: subprocess.Popen[str], started: datetime) -> int:
         f"{len({f.beat for f in fires}) or 0} beat(s) shared the work"
     )
     return 0
+
+
+def run_outcomes(started: datetime) -> Counter[str]:
+    """How the sent fires ran, as the worker hook (``celery_dbeat.worker``) recorded it."""
+    engine = sa.create_engine(app.conf.dbeat_database_url)
+    query = sa.text(
+        "SELECT coalesce(run_status, 'not reported') FROM dbeat_fires "
+        "WHERE status = 'sent' AND recorded_at >= :started"
+    )
+    with engine.connect() as conn:
+        outcomes = conn.execute(query, {"started": started.replace(tzinfo=None)}).scalars()
+        counts = Counter(str(outcome) for outcome in outcomes)
+    engine.dispose()
+    return counts
 
 
 if __name__ == "__main__":

@@ -55,6 +55,11 @@ BAD_INPUTS = [
     BadInput("empty-task", {"task": ""}, "task", "non-empty"),
     BadInput("bad-misfire-policy", {"misfire_policy": "sometimes"}, "misfire_policy", "one of"),
     BadInput("bad-dst-gap", {"dst_gap": "later"}, "dst_gap", "one of"),
+    BadInput("bad-overlap-policy", {"overlap_policy": "sometimes"}, "overlap_policy", "one of"),
+    BadInput("max-run-time-negative", {"max_run_time": "-5"}, "max_run_time", "positive"),
+    BadInput(
+        "max-run-time-not-a-duration", {"max_run_time": "soon"}, "max_run_time", "expected seconds"
+    ),
 ]
 
 

@@ -73,6 +73,18 @@ _FIELD_OPTIONS = [
     ("--misfire-grace", "DURATION", "Missed slots older than this are dropped, not sent."),
     ("--catchup-limit", "N", "Most fires the 'all' policy sends for one outage."),
     ("--jitter", "DURATION", "Spread each fire over up to this long after its slot."),
+    (
+        "--overlap-policy",
+        "POLICY",
+        "A slot due while the previous run still goes: allow (default) sends it, skip records "
+        "it as overlap, buffer_one sends it when that run ends.",
+    ),
+    (
+        "--max-run-time",
+        "DURATION",
+        "An unfinished run older than this counts as lost and no longer holds the overlap "
+        "policy back (default dbeat_max_run_time).",
+    ),
 ]
 #: Python names of options whose flag would shadow a builtin or clash.
 _PARAM_NAME = {"--args": "args_json"}
@@ -92,7 +104,7 @@ def spec_options(f: F) -> F:
 
 
 def field_options(f: F) -> F:
-    """Payload, bounds and misfire options, as strings. An empty string clears a field."""
+    """Payload, bounds, misfire and overlap options, as strings. An empty string clears a field."""
     return _add_options(f, _FIELD_OPTIONS)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -10,7 +11,7 @@ import click
 
 from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
-from ..checks import Level, run_checks
+from ..checks import Finding, Level, run_checks
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
 from ..store.manage import sync_config
@@ -27,6 +28,9 @@ from ._common import (
 )
 
 __all__ = ["check", "migrate", "status", "sync"]
+
+#: Unhealthy schedules listed by the text output (``--json`` gives all).
+UNHEALTHY_SHOWN = 20
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -87,9 +91,11 @@ def sync(as_json: bool) -> None:
               help="How many upcoming fires to show.")  # fmt: skip
 @json_option
 def status(next_count: int, as_json: bool) -> None:
-    """Live beats, the due backlog, the next fires and the schedules in error.
+    """Live beats, the due backlog, the next fires, the schedules in error and the unhealthy
+    ones: whose last run failed, or that have not succeeded within two periods.
 
-    A beat is live when its heartbeat is at most 3 x dbeat_max_interval old.
+    A beat is live when its heartbeat is at most 3 x dbeat_max_interval old. Run health needs
+    the worker hook (celery_dbeat.worker); without it only fires never published are listed.
     """
     state = runtime()
     live_within = 3 * state.settings.max_interval
@@ -101,6 +107,7 @@ def status(next_count: int, as_json: bool) -> None:
         backlog = schedules.due(now=now, limit=10)
         upcoming = schedules.upcoming(next_count, now=now)
         failing = schedules.failing()
+        unhealthy = schedules.unhealthy(now=now)
     beat_rows = [
         {
             "name": b.name,
@@ -132,6 +139,21 @@ def status(next_count: int, as_json: bool) -> None:
         },
         "next_fires": [brief(info) for info in upcoming],
         "errors": [{"name": i.name, "task": i.task, "last_error": i.last_error} for i in failing],
+        "unhealthy": [
+            {
+                "name": h.name,
+                "task": h.task,
+                "state": h.state,
+                "reason": h.reason,
+                "last_slot": iso(h.last_slot),
+                "last_finished_at": iso(h.last_finished_at),
+                "last_success_at": iso(h.last_success_at),
+                "period_seconds": None if h.period is None else h.period.total_seconds(),
+                "task_id": h.task_id,
+                "error": h.error,
+            }
+            for h in unhealthy
+        ],
     }
     if as_json:
         echo_json(data)
@@ -175,6 +197,29 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
             ["  NAME", "LAST ERROR"],
             ([f"  {e['name']}", _shorten(e["last_error"])] for e in data["errors"]),
         )
+    unhealthy = data["unhealthy"]
+    counts_by_reason = Counter(h["reason"] for h in unhealthy)
+    summary = ", ".join(f"{n} {reason}" for reason, n in sorted(counts_by_reason.items()))
+    click.echo(f"runs       {len(unhealthy)} unhealthy" + (f": {summary}" if summary else ""))
+    if unhealthy:
+        echo_table(
+            ["  NAME", "STATE", "REASON", "LAST SLOT (UTC)", "LAST SUCCESS (UTC)", "ERROR"],
+            (
+                [f"  {h['name']}", h["state"], h["reason"],
+                 None if h["reason"] == "overdue" else _to_second(h["last_slot"]),
+                 _to_second(h["last_success_at"]), _shorten(h["error"]) if h["error"] else None]
+                for h in unhealthy[:UNHEALTHY_SHOWN]
+            ),
+        )  # fmt: skip
+        if len(unhealthy) > UNHEALTHY_SHOWN:
+            click.echo(f"  ... and {len(unhealthy) - UNHEALTHY_SHOWN} more (--json lists all)")
+
+
+def _to_second(text: str | None) -> str | None:
+    """An ISO instant of ``iso()`` without its microseconds, for tables."""
+    if text is None or "." not in text:
+        return text
+    return text.split(".", 1)[0] + "Z"
 
 
 def _shorten(text: str, limit: int = 100) -> str:
@@ -191,21 +236,27 @@ def check(as_json: bool) -> None:
     """
     state = runtime()
     settings = state.settings
-    redis_client = None
+    redis_client, unreachable = None, []
     if settings.redis_url:
         try:
-            import redis
+            from ..redis_client import UNAVAILABLE, close_client, create_client
         except ImportError:
             raise CommandError("checking Redis needs: pip install 'celery-dbeat[redis]'") from None
-        redis_client = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=2, socket_connect_timeout=2
-        )
+        try:
+            redis_client = create_client(
+                settings.redis_url,
+                settings.redis_options,
+                socket_timeout=2,
+                socket_connect_timeout=2,
+            )
+        except UNAVAILABLE as exc:  # a cluster client reads the slot map when it is built
+            unreachable.append(Finding(Level.WARNING, "redis", f"could not reach Redis: {exc}"))
     try:
         with state.schedules(check=False) as schedules:
-            findings = run_checks(settings, schedules.store.engine, redis_client)
+            findings = run_checks(settings, schedules.store.engine, redis_client) + unreachable
     finally:
         if redis_client is not None:
-            redis_client.close()
+            close_client(redis_client)
     if as_json:
         echo_json(
             [{"level": f.level.value, "topic": f.topic, "message": f.message} for f in findings]

@@ -3,7 +3,7 @@ preview. Each is a thin call of :class:`celery_dbeat.api.Schedules`."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -208,11 +208,15 @@ def show(name: str, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
-    for key in ("every", "misfire_grace"):
+    for key in ("every", "misfire_grace", "jitter", "max_run_time"):
         data[key] = seconds_text(data[key])
     rows = [[k, v] for k, v in data.items()]
     rows.insert(2, ["schedule", spec_text(info)])
     echo_table(["FIELD", "VALUE"], rows)
+
+
+def _seconds(delta: timedelta | None) -> float | None:
+    return None if delta is None else delta.total_seconds()
 
 
 def fire_json(fire: FireInfo) -> dict[str, Any]:
@@ -220,16 +224,33 @@ def fire_json(fire: FireInfo) -> dict[str, Any]:
         "slot": iso(fire.slot),
         "manual": fire.manual,
         "status": fire.status,
+        "outcome": fire.outcome,
         "slot_count": fire.slot_count,
         "first_slot": iso(fire.first_slot),
         "task_id": fire.task_id,
         "beat": fire.beat,
         "recorded_at": iso(fire.recorded_at),
         "sent_at": iso(fire.sent_at),
-        "lag_seconds": None if fire.lag is None else fire.lag.total_seconds(),
+        "lag_seconds": _seconds(fire.lag),
         "attempts": fire.attempts,
         "error": fire.error,
+        "run_status": fire.run_status,
+        "started_at": iso(fire.started_at),
+        "finished_at": iso(fire.finished_at),
+        "run_seconds": _seconds(fire.run_duration),
+        "worker": fire.worker,
+        "run_error": fire.run_error,
     }
+
+
+def _to_second(value: datetime | None) -> datetime | None:
+    """Tables show instants to the second; the lag and run time columns carry the rest."""
+    return None if value is None else value.replace(microsecond=0)
+
+
+def _short(text: str | None, limit: int = 80) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @click.command(cls=DBeatCommand)
@@ -237,7 +258,13 @@ def fire_json(fire: FireInfo) -> dict[str, Any]:
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
 @json_option
 def history(name: str, limit: int, as_json: bool) -> None:
-    """Show the newest fires of schedule NAME: sent, pending, skipped, dropped or failed."""
+    """Show the newest fires of schedule NAME, newest first.
+
+    \b
+    STATUS is beat's part: pending, sent, skipped, dropped, failed (never published), overlap
+    (not sent: the previous run was still going) or buffered. RUN is the worker's part, with
+    the worker hook on (celery_dbeat.worker): started, retried, succeeded, failed or revoked.
+    """
     with runtime().schedules() as schedules:
         fires = schedules.history(name, limit=limit)
     if as_json:
@@ -251,18 +278,40 @@ def history(name: str, limit: int, as_json: bool) -> None:
                 f.slot,
                 "manual" if f.manual else "slot",
                 f.status,
-                f.task_id,
+                _to_second(f.sent_at),
+                seconds_text(_round(f.lag)),
                 f.beat,
-                f.sent_at,
-                seconds_text(None if f.lag is None else f.lag.total_seconds()),
-                " ".join(filter(None, [slots, f.error or ""])) or None,
+                f.task_id,
+                f.run_status,
+                _to_second(f.started_at),
+                seconds_text(_round(f.run_duration)),
+                f.worker,
+                " ".join(filter(None, [slots, _short(f.error), _short(f.run_error)])) or None,
             ]
         )
     echo_table(
-        ["SLOT (UTC)", "KIND", "STATUS", "TASK ID", "BEAT", "SENT (UTC)", "LAG", "NOTE"],
+        [
+            "SLOT (UTC)",
+            "KIND",
+            "STATUS",
+            "SENT (UTC)",
+            "LAG",
+            "BEAT",
+            "TASK ID",
+            "RUN",
+            "STARTED (UTC)",
+            "RAN",
+            "WORKER",
+            "NOTE",
+        ],
         rows,
         empty=f"no fires recorded for {name!r} yet",
     )
+
+
+def _round(delta: timedelta | None) -> float | None:
+    """Seconds to the millisecond: enough for a lag or a run time read by a person."""
+    return None if delta is None else round(delta.total_seconds(), 3)
 
 
 @click.command(cls=DBeatCommand)

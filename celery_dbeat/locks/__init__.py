@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .base import FireKey, FireLock, fire_lock_key
 from .database import DatabaseLock
 
 __all__ = ["DatabaseLock", "FireKey", "FireLock", "fire_lock_key", "make_lock"]
 
 
-def make_lock(redis_url: str | None, *, prefix: str, owner: str) -> FireLock:
+def make_lock(
+    redis_url: str | None,
+    *,
+    prefix: str,
+    owner: str,
+    options: Mapping[str, Any] | None = None,
+) -> FireLock:
     """The lock backend for these settings: Redis when a URL is given, else the database alone."""
     if redis_url is None:
         return DatabaseLock()
     from .redis import RedisLock
 
-    return RedisLock(redis_url, prefix=prefix, owner=owner)
+    return RedisLock(redis_url, prefix=prefix, owner=owner, options=options)

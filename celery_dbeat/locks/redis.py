@@ -1,5 +1,9 @@
 """Redis claims: ``SET key owner NX PX ttl`` for a whole batch in one pipeline.
 
+Works on one server, Sentinel and Cluster alike (:mod:`celery_dbeat.redis_client` builds the
+client): on a cluster the pipeline is redis-py's non-transactional ``ClusterPipeline``, which sends
+each key to the node owning its slot.
+
 While Redis is unreachable the lock degrades to database-only claims (logged once) and retries
 Redis with backoff; nothing is lost or doubled, beats just do more redundant work meanwhile.
 """
@@ -7,27 +11,24 @@ Redis with backoff; nothing is lost or doubled, beats just do more redundant wor
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from celery.utils.log import get_logger
 
 from ..config import mask_url
+from ..redis_client import UNAVAILABLE, RedisClient, close_client, create_client, describe_client
 from .base import FireKey, fire_lock_key
-
-try:
-    import redis
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "Redis locks need the redis client: pip install 'celery-dbeat[redis]'"
-    ) from exc
 
 __all__ = ["RedisLock"]
 
 logger = get_logger(__name__)
 
-# Delete the key only if this owner still holds it (never another beat's claim).
+# Delete the key only if this owner still holds it (never another beat's claim). Sent as a plain
+# EVAL command, one per key: redis-py's cluster pipeline refuses EVALSHA (the node owning a key
+# may not have the script loaded) and has no eval() method, but routes a raw EVAL by its key. The
+# script body is a hundred bytes, on a path taken only when a tick fails.
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
     return redis.call('del', KEYS[1])
@@ -39,27 +40,33 @@ _MAX_BACKOFF = 30.0
 
 
 class RedisLock:
+    """Per-fire claims in Redis. ``client`` is a URL (built with ``options``; closed by
+    :meth:`close`) or a client the caller keeps (``redis.Redis`` or ``RedisCluster``)."""
+
     def __init__(
-        self, client: redis.Redis[Any] | str, *, prefix: str = "dbeat:", owner: str
+        self,
+        client: RedisClient | str,
+        *,
+        prefix: str = "dbeat:",
+        owner: str,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        if isinstance(client, str):
-            self._url = client
-            self.client: redis.Redis[Any] = redis.Redis.from_url(
-                client, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
-            )
-            self._owns_client = True
-        else:
-            kwargs = client.connection_pool.connection_kwargs
-            self._url = (
-                f"redis://{kwargs.get('host', '?')}:{kwargs.get('port', '?')}/{kwargs.get('db', 0)}"
-            )
-            self.client, self._owns_client = client, False
         self.prefix = prefix
         self.owner = owner
-        self._release_script = self.client.register_script(_RELEASE)
         self._down_since: float | None = None
         self._retry_at = 0.0
         self._backoff = 1.0
+        self.client: RedisClient | None
+        if isinstance(client, str):
+            self._url, self._options, self._owns_client = client, dict(options or {}), True
+            self.client = None
+            try:
+                self._connect()
+            except UNAVAILABLE as exc:  # a cluster reads its slot map when the client is built
+                self._outage(exc)
+        else:
+            self._url, self._options, self._owns_client = describe_client(client), {}, False
+            self.client = client
 
     def describe(self) -> str:
         return f"redis {mask_url(self._url)} (prefix {self.prefix!r})"
@@ -77,11 +84,11 @@ class RedisLock:
             return set(keys)
         px = max(int(ttl.total_seconds() * 1000), 1)
         try:
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self._connect().pipeline(transaction=False)
             for key in keys:
                 pipe.set(fire_lock_key(self.prefix, key), self.owner, nx=True, px=px)
             answers = pipe.execute()
-        except redis.RedisError as exc:
+        except UNAVAILABLE as exc:
             self._outage(exc)
             return set(keys)
         self._recovered()
@@ -92,18 +99,30 @@ class RedisLock:
         if not keys or self._down_since is not None:
             return
         try:
-            pipe = self.client.pipeline(transaction=False)
+            pipe = self._connect().pipeline(transaction=False)
             for key in keys:
-                self._release_script(
-                    keys=[fire_lock_key(self.prefix, key)], args=[self.owner], client=pipe
+                pipe.execute_command(
+                    "EVAL", _RELEASE, 1, fire_lock_key(self.prefix, key), self.owner
                 )
             pipe.execute()
-        except redis.RedisError as exc:
+        except UNAVAILABLE as exc:
             self._outage(exc)
 
     def close(self) -> None:
-        if self._owns_client:
-            self.client.close()
+        if self._owns_client and self.client is not None:
+            close_client(self.client)
+            self.client = None
+
+    def _connect(self) -> RedisClient:
+        if self.client is None:
+            self.client = create_client(
+                self._url,
+                self._options,
+                socket_timeout=2,
+                socket_connect_timeout=2,
+                health_check_interval=30,
+            )
+        return self.client
 
     def _outage(self, exc: Exception) -> None:
         now = time.monotonic()

@@ -401,3 +401,24 @@ def state_counts(conn: Connection) -> dict[str, int]:
 
 def beat_heartbeats(conn: Connection) -> list[Row[Any]]:
     return list(conn.execute(sa.select(B).order_by(B.c.name)))
+
+
+def create_schedules(conn: Connection, definitions: Sequence[Definition], now: datetime) -> None:
+    """Insert new schedules in one statement (a bulk load); every name must be free."""
+    names = [d.name for d in definitions]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValidationError("name", name, "is given twice in one batch")
+        seen.add(name)
+    for start in range(0, len(names), 1000):
+        taken = conn.execute(
+            sa.select(S.c.name).where(S.c.name.in_(names[start : start + 1000])).limit(1)
+        ).first()
+        if taken is not None:
+            raise ScheduleExists(taken.name)
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(S), [_new_row(d, API_ORIGIN, now) for d in definitions])
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(names[0]) from None  # a concurrent writer took one of the names

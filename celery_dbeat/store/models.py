@@ -27,7 +27,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["Base", "Beat", "Fire", "FireStatus", "Schedule"]
+__all__ = ["FINAL_RUN_STATUSES", "Base", "Beat", "Fire", "FireStatus", "RunStatus", "Schedule"]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -44,6 +44,22 @@ class FireStatus(str, enum.Enum):
     SKIPPED = "skipped"  #: missed slots the misfire policy chose not to publish
     DROPPED = "dropped"  #: missed slots older than the grace window
     FAILED = "failed"  #: publishing failed for longer than the publish retry window
+    OVERLAP = "overlap"  #: not sent: the previous run was still going (overlap policy ``skip``)
+    BUFFERED = "buffered"  #: held until the previous run finishes (overlap policy ``buffer_one``)
+
+
+class RunStatus(str, enum.Enum):
+    """What the worker hook (:mod:`celery_dbeat.worker`) reported about a sent fire's run."""
+
+    STARTED = "started"
+    RETRIED = "retried"  #: raised Retry; the same task id runs again later
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REVOKED = "revoked"
+
+
+#: Run states that end a run.
+FINAL_RUN_STATUSES = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.REVOKED.value)
 
 
 class Schedule(Base):
@@ -90,6 +106,10 @@ class Schedule(Base):
 
     #: Deterministic jitter window in seconds (``fire_at = slot + H(name, slot) mod jitter``).
     jitter: Mapped[float | None] = mapped_column(Double)
+    #: ``allow`` (NULL), ``skip`` or ``buffer_one``: see :mod:`celery_dbeat.overlap`.
+    overlap_policy: Mapped[str | None] = mapped_column(String(16))
+    #: Seconds after which an unfinished run counts as lost; NULL means ``dbeat_max_run_time``.
+    max_run_time: Mapped[float | None] = mapped_column(Double)
     #: The next slot: the source of truth for what is due. NULL on an enabled, unfinished row
     #: without an error asks beat to compute it (and ``due_at``) from now.
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -136,11 +156,23 @@ class Fire(Base):
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
+    #: The run, as the worker hook reports it (all NULL without the hook): a :class:`RunStatus`,
+    #: when the task started and finished, its run time in seconds, the worker, and the error of
+    #: a failed run.
+    run_status: Mapped[str | None] = mapped_column(String(16))
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    runtime: Mapped[float | None] = mapped_column(Double)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    run_error: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (
         UniqueConstraint("schedule_id", "slot", "manual", name="uq_dbeat_fires_schedule_slot"),
         Index("ix_dbeat_fires_pending", "status", "lease_until"),
         Index("ix_dbeat_fires_task_id", "task_id", unique=True),
+        # History pruning (by age) and the last-success metric (recently finished runs).
+        Index("ix_dbeat_fires_slot", "slot"),
+        Index("ix_dbeat_fires_finished", "finished_at"),
     )
 
     def __repr__(self) -> str:

@@ -26,6 +26,7 @@ from .database import IDLE_IN_TRANSACTION, create_engine
 from .models import Beat, Fire, FireStatus, Schedule
 
 __all__ = [
+    "PUBLISH_COLUMNS",
     "B",
     "DueBatch",
     "F",
@@ -42,6 +43,40 @@ F = cast(sa.Table, Fire.__table__)
 B = cast(sa.Table, Beat.__table__)
 #: Heartbeat rows older than this are deleted by any beat (a beat killed without a clean stop).
 _FORGET_BEATS_AFTER = timedelta(days=1)
+
+#: ``DueBatch._compare_and_set`` of a whole batch on PostgreSQL: one array per column, unnested.
+_CAS_COLUMNS = (
+    "id",
+    "version",
+    "old_next",
+    "next_run_at",
+    "due_at",
+    "last_error",
+    "last_slot",
+    "runs_added",
+    "finished",
+)
+_CAS_BATCH_PG = sa.text(
+    """
+    UPDATE dbeat_schedules AS s SET
+        next_run_at = v.next_run_at,
+        due_at = v.due_at,
+        last_error = v.last_error,
+        last_slot = COALESCE(v.last_slot, s.last_slot),
+        run_count = s.run_count + v.runs_added,
+        finished_at = CASE WHEN v.finished THEN CAST(:now AS timestamptz) ELSE s.finished_at END,
+        enabled = CASE WHEN v.finished THEN false ELSE s.enabled END
+    FROM unnest(
+        CAST(:id AS bigint[]), CAST(:version AS integer[]), CAST(:old_next AS timestamptz[]),
+        CAST(:next_run_at AS timestamptz[]), CAST(:due_at AS timestamptz[]),
+        CAST(:last_error AS text[]), CAST(:last_slot AS timestamptz[]),
+        CAST(:runs_added AS integer[]), CAST(:finished AS boolean[])
+    ) AS v(id, version, old_next, next_run_at, due_at, last_error, last_slot, runs_added, finished)
+    WHERE s.id = v.id AND s.version = v.version
+        AND s.next_run_at IS NOT DISTINCT FROM v.old_next
+    RETURNING s.id
+    """
+)
 
 #: Columns beat needs to plan a schedule's fires.
 _PLAN_COLUMNS = [
@@ -75,6 +110,8 @@ _PLAN_COLUMNS = [
         "next_run_at",
         "last_slot",
         "jitter",
+        "overlap_policy",
+        "max_run_time",
         "version",
         "created_at",
     )
@@ -116,6 +153,10 @@ class ScheduleRow:
     solar_event: str | None = None
     latitude: float | None = None
     longitude: float | None = None
+    #: Overlap policy (``allow``, ``skip``, ``buffer_one``; NULL is ``allow``) and the longest a
+    #: run may take before it counts as lost (NULL: ``dbeat_max_run_time``).
+    overlap_policy: str | None = None
+    max_run_time: float | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
     #: timestamps as text: a hand-written '2024-05-06 09:30:00' must match itself, not its
     #: re-formatted '...09:30:00.000000'.
@@ -164,6 +205,37 @@ class PublishRequest:
     options: str
     attempts: int = 0
 
+    @classmethod
+    def from_row(cls, r: Any) -> PublishRequest:
+        """From a row of :data:`PUBLISH_COLUMNS` (a recorded fire joined with its schedule)."""
+        return cls(
+            r.task_id,
+            r.schedule_id,
+            r.name,
+            r.slot,
+            r.task,
+            r.args,
+            r.kwargs,
+            r.options,
+            r.attempts,
+        )
+
+
+#: What a recorded fire needs to be published: its row joined with its schedule's payload.
+PUBLISH_COLUMNS = [
+    F.c.id,
+    F.c.task_id,
+    F.c.schedule_id,
+    F.c.slot,
+    F.c.attempts,
+    F.c.lease_until,
+    S.c.name,
+    S.c.task,
+    S.c.args,
+    S.c.kwargs,
+    S.c.options,
+]
+
 
 class DueBatch:
     """Due schedules claimed in one open transaction (see the module docstring)."""
@@ -179,39 +251,20 @@ class DueBatch:
         #: to another beat or an edit).
         self.applied: list[Transition] = []
 
+    @property
+    def connection(self) -> Connection:
+        """The batch's open transaction, for reads that must see the locked rows' state."""
+        return self._conn
+
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
     ) -> list[PublishRequest]:
         """Apply ``transitions``; return the PENDING fires now recorded, to be published."""
         conn, now = self._conn, self._now
-        applied: list[Transition] = []
-        for t in transitions:
-            row = t.schedule
-            old: sa.ColumnElement[bool]
-            if row.next_run_at is None:
-                old = S.c.next_run_at.is_(None)
-            elif row.next_run_at_text is not None:
-                old = sa.type_coerce(S.c.next_run_at, sa.String) == row.next_run_at_text
-            else:
-                old = S.c.next_run_at == row.next_run_at
-            values: dict[str, Any] = {
-                "next_run_at": t.next_run_at,
-                "due_at": t.due_at,
-                "last_error": t.error,
-            }
-            if t.last_slot is not None:
-                values["last_slot"] = t.last_slot
-            if t.runs_added:
-                values["run_count"] = S.c.run_count + t.runs_added
-            if t.finished:
-                values.update(finished_at=now, enabled=False)
-            result = conn.execute(
-                sa.update(S)
-                .where(S.c.id == row.id, S.c.version == row.version, old)
-                .values(**values)
-            )
-            if result.rowcount == 1:
-                applied.append(t)
+        if conn.dialect.name == "postgresql" and len(transitions) > 1:
+            applied = self._compare_and_set_all(transitions)
+        else:
+            applied = [t for t in transitions if self._compare_and_set(t)]
 
         # A slot can already be recorded when an edit moved next_run_at back onto it; such
         # slots are left as they are (published, or being published, by whoever recorded them).
@@ -268,6 +321,57 @@ class DueBatch:
             conn.execute(sa.insert(F), inserts)
         self.applied = applied
         return published
+
+    def _compare_and_set(self, t: Transition) -> bool:
+        """Apply one transition if its row still holds the ``next_run_at`` and ``version`` read."""
+        row = t.schedule
+        old: sa.ColumnElement[bool]
+        if row.next_run_at is None:
+            old = S.c.next_run_at.is_(None)
+        elif row.next_run_at_text is not None:
+            old = sa.type_coerce(S.c.next_run_at, sa.String) == row.next_run_at_text
+        else:
+            old = S.c.next_run_at == row.next_run_at
+        values: dict[str, Any] = {
+            "next_run_at": t.next_run_at,
+            "due_at": t.due_at,
+            "last_error": t.error,
+        }
+        if t.last_slot is not None:
+            values["last_slot"] = t.last_slot
+        if t.runs_added:
+            values["run_count"] = S.c.run_count + t.runs_added
+        if t.finished:
+            values.update(finished_at=self._now, enabled=False)
+        result = self._conn.execute(
+            sa.update(S).where(S.c.id == row.id, S.c.version == row.version, old).values(**values)
+        )
+        return result.rowcount == 1
+
+    def _compare_and_set_all(self, transitions: Sequence[Transition]) -> list[Transition]:
+        """:meth:`_compare_and_set` for a whole batch in one statement (PostgreSQL): the same
+        condition and values per row, one round trip, and a statement text that does not grow
+        with the batch (one array per column), so it is compiled once."""
+        columns: dict[str, list[Any]] = {name: [] for name in _CAS_COLUMNS}
+        for t in transitions:
+            for name, value in zip(
+                _CAS_COLUMNS,
+                (
+                    t.schedule.id,
+                    t.schedule.version,
+                    t.schedule.next_run_at,
+                    t.next_run_at,
+                    t.due_at,
+                    t.error,
+                    t.last_slot,
+                    t.runs_added,
+                    t.finished,
+                ),
+                strict=True,
+            ):
+                columns[name].append(value)
+        won = set(self._conn.execute(_CAS_BATCH_PG, {"now": self._now, **columns}).scalars())
+        return [t for t in transitions if t.schedule.id in won]
 
 
 class Store:
@@ -401,21 +505,8 @@ class Store:
         self, now: datetime, lease_until: datetime, limit: int
     ) -> list[PublishRequest]:
         """Take over recorded fires whose recording beat did not publish them in time."""
-        columns = [
-            F.c.id,
-            F.c.task_id,
-            F.c.schedule_id,
-            F.c.slot,
-            F.c.attempts,
-            F.c.lease_until,
-            S.c.name,
-            S.c.task,
-            S.c.args,
-            S.c.kwargs,
-            S.c.options,
-        ]
         query = (
-            sa.select(*columns)
+            sa.select(*PUBLISH_COLUMNS)
             .join(S, S.c.id == F.c.schedule_id)
             .where(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
             .order_by(F.c.lease_until)
@@ -436,17 +527,5 @@ class Store:
                     .values(lease_until=lease_until)
                 )
                 if result.rowcount == 1:
-                    claimed.append(
-                        PublishRequest(
-                            r.task_id,
-                            r.schedule_id,
-                            r.name,
-                            r.slot,
-                            r.task,
-                            r.args,
-                            r.kwargs,
-                            r.options,
-                            r.attempts,
-                        )
-                    )
+                    claimed.append(PublishRequest.from_row(r))
         return claimed

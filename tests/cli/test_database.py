@@ -35,7 +35,7 @@ def test_migrate_names_the_database_and_the_revision(tmp_path: object) -> None:
     url = f"sqlite:///{tmp_path}/db.sqlite3"
     cli = Cli(make_app(url))
 
-    assert cli.ok("migrate") == f"schema of {url} is at revision 0002 (current)\n"
+    assert cli.ok("migrate") == f"schema of {url} is at revision 0003 (current)\n"
 
 
 # sync ------------------------------------------------------------------------------------------
@@ -138,6 +138,7 @@ def test_status_json_reports_beats_backlog_next_fires_and_errors(cli: Cli) -> No
         "backlog",
         "next_fires",
         "errors",
+        "unhealthy",
     ]
     assert data["database"] == cli.app.conf.dbeat_database_url
     assert data["live_within_seconds"] == 15.0  # 3 x dbeat_max_interval (5 s)
@@ -188,7 +189,12 @@ def test_status_prints_a_readable_summary(cli: Cli) -> None:
         ["soon", "proj.tasks.soon"],
         ["later", "proj.tasks.later"],
     ]
-    assert words[12:] == ["errors", "NAME LAST ERROR", "broken timezone='Mars/Olympus': unknown"]
+    assert words[12:] == [
+        "errors",
+        "NAME LAST ERROR",
+        "broken timezone='Mars/Olympus': unknown",
+        "runs 0 unhealthy",
+    ]
 
 
 def test_status_of_an_empty_database_has_no_beats_and_no_backlog(cli: Cli) -> None:

@@ -47,6 +47,8 @@ def fill(cli: Cli) -> None:
         "90m",
         "--catchup-limit",
         "7",
+        "--overlap-policy",
+        "buffer_one",
     )
     cli.ok(
         "add",
@@ -60,6 +62,10 @@ def fill(cli: Cli) -> None:
         "2031-01-01T00:00:00Z",
         "--max-runs",
         "3",
+        "--overlap-policy",
+        "skip",
+        "--max-run-time",
+        "2h",
     )
     cli.ok("add", "once", "proj.tasks.c", "--at", "2099-06-01T12:00:00+02:00")
     cli.ok("add", "finished", "proj.tasks.d", "--at", "2001-01-01T00:00:00Z")
@@ -93,6 +99,14 @@ def test_export_import_export_reproduces_the_file_exactly(
     assert shown["state"] == "paused"
     loaded = (json.loads if suffix == "json" else yaml.safe_load)(first.read_text())
     assert (loaded["version"], len(loaded["schedules"])) == (1, 7)
+    overlap = {s["name"]: (s["overlap_policy"], s["max_run_time"]) for s in loaded["schedules"]}
+    assert (overlap["cron-ny"], overlap["every-90s"], overlap["once"]) == (
+        ("buffer_one", None),
+        ("skip", 7200.0),
+        (None, None),
+    )
+    imported = json.loads(other.ok("show", "every-90s", "--json"))
+    assert (imported["overlap_policy"], imported["max_run_time"]) == ("skip", 7200.0)
 
 
 @pytest.mark.parametrize("suffix", ["json", "yaml"])

@@ -22,6 +22,7 @@ PAGES = [
     "/admin/schedules/edit/?id=1",
     "/admin/fires/",
     "/admin/fires/details/?id=1",
+    "/admin/beats/",
 ]
 
 

@@ -12,9 +12,14 @@ It is configured only from environment variables, which :mod:`tests.e2e.harness`
 ``DBEAT_E2E_SETTINGS``
     JSON object of ``dbeat_*`` settings for this process (database URL, lock settings,
     instance name, ...). ``null`` values are passed as ``None``.
+``DBEAT_E2E_TRACK_RUNS``
+    When set, the worker loads the run-tracking hook (``celery_dbeat.worker``).
 ``DBEAT_E2E_SCHEDULES``
     JSON object ``{name: {"cron": expr} | {"every": seconds}}``. Each becomes a
-    ``beat_schedule`` entry sending ``e2e.record(name)``.
+    ``beat_schedule`` entry sending ``e2e.record(name)``. A spec may also hold the entry keys
+    ``start_at`` (ISO-8601 with an offset), ``misfire_policy``, ``misfire_grace`` and
+    ``catchup_limit``, ``overlap_policy``, ``max_run_time``, and ``task`` (``e2e.sleep`` or
+    ``e2e.fail`` instead of ``e2e.record``) with extra ``args`` after the schedule name.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import json
 import os
 import socket
 import time
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -34,6 +40,14 @@ QUEUE = os.environ.get("DBEAT_E2E_QUEUE", "dbeat-e2e")
 SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}"))
 SCHEDULES: dict[str, dict[str, Any]] = json.loads(os.environ.get("DBEAT_E2E_SCHEDULES", "{}"))
 TASK_NAME = "e2e.record"
+#: Schedule entry keys a spec may carry besides its timing.
+ENTRY_KEYS = (
+    "misfire_policy",
+    "misfire_grace",
+    "catchup_limit",
+    "overlap_policy",
+    "max_run_time",
+)
 
 
 def received_key(prefix: str) -> str:
@@ -57,7 +71,15 @@ def _beat_schedule() -> dict[str, dict[str, Any]]:
             schedule: Any = Cron(spec["cron"], timezone=spec.get("timezone", "UTC"))
         else:
             schedule = Every(spec["every"])
-        entries[name] = {"task": TASK_NAME, "schedule": schedule, "args": [name]}
+        entry: dict[str, Any] = {
+            "task": spec.get("task", TASK_NAME),
+            "schedule": schedule,
+            "args": [name, *spec.get("args", [])],
+        }
+        entry.update((key, spec[key]) for key in ENTRY_KEYS if key in spec)
+        if "start_at" in spec:
+            entry["start_at"] = datetime.fromisoformat(spec["start_at"])
+        entries[name] = entry
     return entries
 
 
@@ -111,17 +133,39 @@ def _beat_ready(**_: Any) -> None:
 @app.task(bind=True, name=TASK_NAME)
 def record(self: Any, schedule_name: str) -> None:
     """Append what this worker received, so the test can count every consumed message."""
+    _record(self.request, schedule_name)
+
+
+def _record(request: Any, schedule_name: str) -> None:
     received_at = time.time()
     extra = {
         key: value
-        for key, value in vars(self.request).items()
+        for key, value in vars(request).items()
         if "dbeat" in key.lower() or "slot" in key.lower()
     }
     entry = {
-        "task_id": self.request.id,
+        "task_id": request.id,
         "schedule": schedule_name,
         "received_at": received_at,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "extra": extra,
     }
     _redis().rpush(received_key(PREFIX), json.dumps(entry, default=str))
+
+
+@app.task(bind=True, name="e2e.sleep")
+def sleep(self: Any, schedule_name: str, seconds: float) -> None:
+    """A long-running task: recorded (as ``record`` does) when it starts, then sleeps."""
+    _record(self.request, schedule_name)
+    time.sleep(seconds)
+
+
+@app.task(bind=True, name="e2e.fail")
+def fail(self: Any, schedule_name: str) -> None:
+    """A task that is recorded, then fails."""
+    _record(self.request, schedule_name)
+    raise RuntimeError(f"{schedule_name} failed on purpose")
+
+
+if os.environ.get("DBEAT_E2E_TRACK_RUNS"):
+    import celery_dbeat.worker  # noqa: F401  (connects the run-tracking signal handlers)

@@ -94,13 +94,31 @@ class Event:
 
 
 class Harness:
-    def __init__(self, tmp_path: Path, database_url: str, redis_url: str, prefix: str) -> None:
+    """Processes of one test.
+
+    ``redis_url`` is the Redis of the per-fire locks. The broker is ``broker_url`` (default: the
+    same Redis), which the worker and the harness's observations use; beats publish to
+    ``beat_broker_url`` (default: the broker), e.g. a proxy that can be cut.
+    """
+
+    def __init__(
+        self,
+        tmp_path: Path,
+        database_url: str,
+        redis_url: str,
+        prefix: str,
+        *,
+        broker_url: str | None = None,
+        beat_broker_url: str | None = None,
+    ) -> None:
         self.tmp_path = tmp_path
         self.database_url = database_url
         self.redis_url = redis_url
+        self.broker_url = broker_url or redis_url
+        self.beat_broker_url = beat_broker_url or self.broker_url
         self.prefix = prefix
         self.queue = f"e2e-{uuid.uuid4().hex[:10]}"
-        self.redis = redis.Redis.from_url(redis_url)
+        self.redis = redis.Redis.from_url(self.broker_url)
         self.procs: list[Proc] = []
         self.events: list[Event] = []
         self.schedules: dict[str, dict[str, Any]] = {}
@@ -124,12 +142,12 @@ class Harness:
         }
         self.settings.update({f"dbeat_{key}": value for key, value in settings.items()})
 
-    def _env(self, overrides: Mapping[str, Any]) -> dict[str, str]:
+    def _env(self, overrides: Mapping[str, Any], broker_url: str) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
             PYTHONUNBUFFERED="1",
-            DBEAT_E2E_BROKER_URL=self.redis_url,
+            DBEAT_E2E_BROKER_URL=broker_url,
             DBEAT_E2E_PREFIX=self.prefix,
             DBEAT_E2E_QUEUE=self.queue,
             DBEAT_E2E_SETTINGS=json.dumps({**self.settings, **overrides}),
@@ -147,7 +165,9 @@ class Harness:
             popen = subprocess.Popen(
                 argv,
                 cwd=REPO_ROOT,
-                env=self._env(overrides),
+                env=self._env(
+                    overrides, self.beat_broker_url if role == "beat" else self.broker_url
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -235,6 +255,27 @@ class Harness:
             self._signal(proc, signal.SIGKILL, "kill")
             proc.popen.wait(10)
 
+    def stop_all(self, procs: Iterable[Proc], timeout: float = 10) -> list[Proc]:
+        """SIGTERM ``procs`` at once, then SIGKILL those still running after ``timeout``.
+
+        Returns the ones that had to be killed."""
+        procs = [p for p in procs if p.alive()]
+        for proc in procs:
+            proc.expect_alive = False
+            if proc.paused:
+                self.resume(proc)
+            self._signal(proc, signal.SIGTERM, "stop")
+        deadline = time.monotonic() + timeout
+        killed = []
+        for proc in procs:
+            try:
+                proc.popen.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self._signal(proc, signal.SIGKILL, "kill")
+                proc.popen.wait(10)
+                killed.append(proc)
+        return killed
+
     def restart(self, proc: Proc, name: str | None = None) -> Proc:
         """A new beat with ``proc``'s settings under ``name``: a new instance, as after a reboot."""
         if proc.alive():
@@ -271,7 +312,12 @@ class Harness:
                 )
 
     def wait_until(
-        self, condition: Callable[[], T], *, timeout: float, what: str, interval: float = 0.1
+        self,
+        condition: Callable[[], T | None],
+        *,
+        timeout: float,
+        what: str,
+        interval: float = 0.1,
     ) -> T:
         """Poll ``condition`` until truthy; fail after ``timeout`` s or if a process dies."""
         deadline = time.monotonic() + timeout

@@ -36,6 +36,8 @@ def _add_typed(schedules: Schedules, fields: dict[str, Any]) -> None:
         kwargs=fields["kwargs"],
         options=fields["options"],
         misfire_policy=fields.get("misfire_policy"),
+        overlap_policy=fields.get("overlap_policy"),
+        max_run_time=fields.get("max_run_time"),
     )
 
 

@@ -565,4 +565,8 @@ def test_concurrent_claims_of_stale_pending_fires_never_get_the_same_fire(
 
     everything = [task_id for ids in claimed for task_id in ids]
     assert len(everything) == len(set(everything)), claimed
-    assert sorted(everything) == [f"t{n:02}" for n in range(12)], claimed
+    # MariaDB may keep rows locked that a claimer read but did not return (a sorted read locks
+    # before the LIMIT applies), so others skip them this round; the next round takes the rest.
+    rest = [r.task_id for r in store.claim_stale_pending(now, now + LEASE, 12)]
+    assert not set(rest) & set(everything), (claimed, rest)
+    assert sorted(everything + rest) == [f"t{n:02}" for n in range(12)], claimed

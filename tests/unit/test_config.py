@@ -38,6 +38,11 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.instance_name
     assert settings.clock_offset == timedelta(0)
     assert settings.misfire_rules == MisfireRules()
+    assert settings.max_run_time == timedelta(hours=1)
+    assert settings.history_retention == timedelta(days=30)
+    assert settings.metrics_port is None
+    assert settings.metrics_address == "0.0.0.0"
+    assert settings.redis_options == {}
 
 
 @pytest.mark.parametrize(
@@ -73,6 +78,18 @@ def test_settings_have_the_documented_defaults() -> None:
             timedelta(seconds=-5),
             id="clock-offset-negative-with-unit",
         ),
+        pytest.param("max_run_time", "6h", timedelta(hours=6), id="max-run-time-6h"),
+        pytest.param("history_retention", "90d", timedelta(days=90), id="retention-90d"),
+        pytest.param("history_retention", 0, None, id="retention-zero-keeps-forever"),
+        pytest.param("metrics_port", 9808, 9808, id="metrics-port"),
+        pytest.param("metrics_port", "9808", 9808, id="metrics-port-string"),
+        pytest.param("metrics_address", "127.0.0.1", "127.0.0.1", id="metrics-address"),
+        pytest.param(
+            "redis_options",
+            {"ssl_cert_reqs": "required"},
+            {"ssl_cert_reqs": "required"},
+            id="redis-options",
+        ),
     ],
 )
 def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expected: Any) -> None:
@@ -107,6 +124,19 @@ def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expecte
         pytest.param({"lock_ttl": "5 minutes"}, "dbeat_lock_ttl", "30s", id="lock-ttl-words"),
         pytest.param({"lock_ttl": True}, "dbeat_lock_ttl", "boolean", id="lock-ttl-boolean"),
         pytest.param({"max_interval": 0}, "dbeat_max_interval", "positive", id="interval-zero"),
+        pytest.param({"max_run_time": 0}, "dbeat_max_run_time", "positive", id="run-time-zero"),
+        pytest.param(
+            {"history_retention": -1},
+            "dbeat_history_retention",
+            "positive",
+            id="retention-negative",
+        ),
+        pytest.param({"metrics_port": 70000}, "dbeat_metrics_port", "port", id="port-too-big"),
+        pytest.param({"metrics_port": True}, "dbeat_metrics_port", "port", id="port-boolean"),
+        pytest.param(
+            {"metrics_address": ""}, "dbeat_metrics_address", "non-empty", id="address-empty"
+        ),
+        pytest.param({"redis_options": "ssl"}, "dbeat_redis_options", "dict", id="redis-options"),
         pytest.param(
             {"publish_retry_window": "0s"},
             "dbeat_publish_retry_window",
@@ -269,3 +299,11 @@ def test_mask_url_hides_passwords(url: str | None, masked: str) -> None:
     assert mask_url(url) == masked
     if url and "secret" in url:
         assert "secret" not in mask_url(url)
+
+
+def test_a_history_retention_shorter_than_runs_or_publish_retries_is_warned_about() -> None:
+    assert Settings.from_mapping({}).warnings() == []
+    found = Settings.from_mapping({"history_retention": "30m"}).warnings()
+    assert len(found) == 2
+    assert "dbeat_max_run_time" in found[0]
+    assert "dbeat_publish_retry_window" in found[1]

@@ -212,7 +212,7 @@ def test_migration_0002_upgrades_and_downgrades_on_sqlite(tmp_path: Path) -> Non
                     " '2024-01-01 01:00:00', 0)"
                 )
             )
-        assert migrate(engine) == "0002"
+        assert migrate(engine, "0002") == "0002"
         assert solar_columns <= columns()
         with engine.begin() as connection:
             command.downgrade(_config(connection), "0001")
@@ -221,6 +221,6 @@ def test_migration_0002_upgrades_and_downgrades_on_sqlite(tmp_path: Path) -> Non
             # Dropping the columns kept the rows, and the fire history with them.
             assert connection.execute(sa.text("SELECT count(*) FROM dbeat_schedules")).scalar() == 1
             assert connection.execute(sa.text("SELECT count(*) FROM dbeat_fires")).scalar() == 1
-        assert migrate(engine) == "0002"
+        assert migrate(engine, "0002") == "0002"
     finally:
         engine.dispose()

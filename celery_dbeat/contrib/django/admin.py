@@ -20,8 +20,9 @@ from django.utils.html import format_html
 
 from celery_dbeat.errors import DBeatError, ScheduleNotFound
 
-from .conf import database_alias, schedules
+from .conf import database_alias, dbeat_settings, schedules
 from .display import (
+    RunStatusFilter,
     StateFilter,
     StatusFilter,
     instant,
@@ -70,7 +71,7 @@ class _ReadOnly(_OnScheduleDatabase):
 class ScheduleAdmin(_OnScheduleDatabase):
     form = ScheduleForm
     list_display = ("name", "task", "spec", "state", "next_run", "last_fired", "run_count")
-    list_filter = (StateFilter, "kind", "origin", "misfire_policy")
+    list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
     search_fields = ("name", "task")
     actions = ("pause", "resume", "trigger")
     save_on_top = True
@@ -115,6 +116,7 @@ class ScheduleAdmin(_OnScheduleDatabase):
             ("When", {"fields": self.timing_fields}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
+            ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
         ]
         if obj is not None:
             fieldsets.append(("State", {"fields": self.state_fields}))
@@ -274,10 +276,14 @@ class FireAdmin(_ReadOnly):
         "beat",
         "task_id",
         "attempts",
-        "error",
+        "run_status",
+        "started",
+        "ran",
+        "worker",
+        "errors",
     )
-    list_filter = (StatusFilter, "manual", "slot")
-    search_fields = ("schedule__name", "task_id", "beat")
+    list_filter = (StatusFilter, RunStatusFilter, "manual", "slot")
+    search_fields = ("schedule__name", "task_id", "beat", "worker")
     list_select_related = ("schedule",)
     fields = (
         "schedule",
@@ -294,6 +300,12 @@ class FireAdmin(_ReadOnly):
         "lease",
         "attempts",
         "error",
+        "run_status",
+        "started",
+        "finished",
+        "ran",
+        "worker",
+        "run_error",
     )
 
     slot_utc = instant("slot", "slot")
@@ -301,6 +313,8 @@ class FireAdmin(_ReadOnly):
     recorded = instant("recorded_at", "recorded at")
     sent = instant("sent_at", "sent at")
     lease = instant("lease_until", "lease until")
+    started = instant("started_at", "run started at")
+    finished = instant("finished_at", "run finished at")
 
     @admin.display(description="schedule", ordering="schedule__name")
     def schedule_link(self, obj: Fire) -> str:
@@ -316,12 +330,31 @@ class FireAdmin(_ReadOnly):
     def lag(self, obj: Fire) -> str:
         return show_lag(obj.lag)
 
+    @admin.display(description="run time", ordering="runtime")
+    def ran(self, obj: Fire) -> str:
+        return show_lag(obj.run_duration)
+
+    @admin.display(description="error")
+    def errors(self, obj: Fire) -> str:
+        """The publish error and the run's error, whichever there are."""
+        return " / ".join(e for e in (obj.error, obj.run_error) if e) or "-"
+
 
 @admin.register(Beat)
 class BeatAdmin(_ReadOnly):
-    list_display = ("name", "hostname", "pid", "version", "started", "last_seen")
+    """Running beats: heartbeats written every ``dbeat_max_interval`` (the last tick) and
+    removed on a clean stop; live when seen within 3 x ``dbeat_max_interval``, as ``dbeat
+    status`` says."""
+
+    list_display = ("name", "hostname", "pid", "version", "started", "last_seen", "liveness")
     search_fields = ("name", "hostname")
-    fields = ("name", "hostname", "pid", "version", "started", "last_seen")
+    fields = ("name", "hostname", "pid", "version", "started", "last_seen", "liveness")
 
     started = instant("started_at", "started at")
-    last_seen = instant("last_seen_at", "last seen at")
+    last_seen = instant("last_seen_at", "last tick (heartbeat)")
+
+    @admin.display(description="state")
+    def liveness(self, obj: Beat) -> str:
+        age = schedules().clock.now() - obj.last_seen_at
+        live = age <= 3 * dbeat_settings().max_interval
+        return f"{'live' if live else 'silent'}, seen {age.total_seconds():.0f} s ago"

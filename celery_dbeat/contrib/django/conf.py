@@ -208,12 +208,16 @@ def schedules() -> Schedules:
         repr(sorted(config.engine_options.items())),
         config.redis_url,
         config.redis_key_prefix,
+        repr(sorted(config.redis_options.items())),
     )
     with _lock:
         if key not in _cache:
             store = Store(config.database_url, engine_options=dict(config.engine_options))
             api = Schedules(
-                store, notify=config.redis_url, redis_key_prefix=config.redis_key_prefix
+                store,
+                notify=config.redis_url,
+                redis_key_prefix=config.redis_key_prefix,
+                redis_options=config.redis_options,
             )
             _cache[key] = (store, api)
         return _cache[key][1]

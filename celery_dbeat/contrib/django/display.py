@@ -13,9 +13,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from celery_dbeat.store.models import FireStatus
+from celery_dbeat.store.models import FireStatus, RunStatus
 
 __all__ = [
+    "RunStatusFilter",
     "StateFilter",
     "StatusFilter",
     "instant",
@@ -79,6 +80,21 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset.filter(status=self.value()) if self.value() else queryset
 
 
+class RunStatusFilter(admin.SimpleListFilter):
+    """What the worker hook reported about a fire's run; ``none`` for fires without a report."""
+
+    title = "run status"
+    parameter_name = "run_status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [*((s.value, s.value) for s in RunStatus), ("none", "no report")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "none":
+            return queryset.filter(run_status__isnull=True)
+        return queryset.filter(run_status=self.value()) if self.value() else queryset
+
+
 def next_slots_html(slots: list[datetime], zone_name: str | None) -> str:
     """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone."""
     if not slots:
@@ -95,7 +111,8 @@ def next_slots_html(slots: list[datetime], zone_name: str | None) -> str:
 
 
 def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
-    """A table of fires: slot, status, sent at, lag, beat, task id, attempts, error."""
+    """A table of fires: slot, status, sent at, lag, beat, task id, attempts, then the run:
+    its status, start, run time and worker, and the errors."""
     more = format_html('<a href="{}">all fires</a>', all_fires_url)
     rows = [
         (
@@ -106,7 +123,11 @@ def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
             f.beat or "-",
             f.task_id or "-",
             f.attempts,
-            f.error or "",
+            f.run_status or "-",
+            utc(f.started_at),
+            show_lag(f.run_duration),
+            f.worker or "-",
+            " / ".join(e for e in (f.error, f.run_error) if e),
         )
         for f in fires
     ]
@@ -114,7 +135,20 @@ def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
         none: str = format_html("none yet ({})", more)
         return none
     cells = "<td>{}</td>" * len(rows[0])
-    headings = ("slot", "status", "sent at", "lag", "beat", "task id", "attempts", "error")
+    headings = (
+        "slot",
+        "status",
+        "sent at",
+        "lag",
+        "beat",
+        "task id",
+        "attempts",
+        "run",
+        "started at",
+        "run time",
+        "worker",
+        "error",
+    )
     html: str = format_html(
         '<table class="dbeat-recent-fires"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
         "<p>{}</p>",

@@ -15,6 +15,7 @@ from django import forms
 from celery_dbeat.definitions import FORM_FIELDS, Definition, definition_from_form
 from celery_dbeat.errors import ScheduleExists, ValidationError
 from celery_dbeat.misfire import MisfirePolicy
+from celery_dbeat.overlap import OverlapPolicy
 from celery_dbeat.timing.cron import DstFold, DstGap
 
 from .conf import database_alias
@@ -87,6 +88,8 @@ def initial_of(schedule: Schedule) -> dict[str, Any]:
         "misfire_grace": _number(schedule.misfire_grace),
         "catchup_limit": "" if schedule.catchup_limit is None else str(schedule.catchup_limit),
         "jitter": _number(schedule.jitter),
+        "overlap_policy": schedule.overlap_policy or "",
+        "max_run_time": _number(schedule.max_run_time),
     }
 
 
@@ -136,6 +139,15 @@ class ScheduleForm(forms.ModelForm):
     )
     misfire_grace = _text("Optional: missed slots older than this are dropped (e.g. 90m).")
     catchup_limit = _text("Optional: most fires the 'all' policy sends for one outage.")
+    overlap_policy = _menu(
+        _choices("default (allow)", [p.value for p in OverlapPolicy]),
+        "A slot due while the previous run still goes: allow sends it, skip records it as "
+        "overlap, buffer_one sends it when that run ends.",
+    )
+    max_run_time = _text(
+        "Optional: an unfinished run older than this (e.g. 2h) counts as lost and no longer "
+        "holds the overlap policy back (default dbeat_max_run_time)."
+    )
 
     class Meta:
         model = Schedule

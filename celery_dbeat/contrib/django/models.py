@@ -74,6 +74,8 @@ class Schedule(ReadOnlyModel):
     misfire_grace = models.FloatField(null=True, blank=True)
     catchup_limit = models.IntegerField(null=True, blank=True)
     jitter = models.FloatField(null=True, blank=True)
+    overlap_policy = models.CharField(max_length=16, null=True, blank=True)
+    max_run_time = models.FloatField(null=True, blank=True)
     next_run_at = UTCDateTimeField(null=True, blank=True)
     due_at = UTCDateTimeField(null=True, blank=True)
     last_slot = UTCDateTimeField(null=True, blank=True)
@@ -123,6 +125,12 @@ class Fire(ReadOnlyModel):
     lease_until = UTCDateTimeField(null=True, blank=True)
     attempts = models.IntegerField()
     error = models.TextField(null=True, blank=True)
+    run_status = models.CharField(max_length=16, null=True, blank=True)
+    started_at = UTCDateTimeField(null=True, blank=True)
+    finished_at = UTCDateTimeField(null=True, blank=True)
+    runtime = models.FloatField(null=True, blank=True)
+    worker = models.CharField(max_length=255, null=True, blank=True)
+    run_error = models.TextField(null=True, blank=True)
 
     class Meta:
         managed = False
@@ -141,6 +149,22 @@ class Fire(ReadOnlyModel):
             return None
         lag: timedelta = self.sent_at - self.slot
         return lag
+
+    @property
+    def outcome(self) -> str:
+        """The run's status once the worker reported on it, else the fire's (as
+        ``FireInfo.outcome``)."""
+        return str(self.run_status or self.status)
+
+    @property
+    def run_duration(self) -> timedelta | None:
+        """How long the run took (as ``FireInfo.run_duration``)."""
+        if self.runtime is not None:
+            return timedelta(seconds=self.runtime)
+        if self.started_at is not None and self.finished_at is not None:
+            taken: timedelta = self.finished_at - self.started_at
+            return taken
+        return None
 
 
 class Beat(ReadOnlyModel):

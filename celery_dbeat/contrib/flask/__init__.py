@@ -1,5 +1,6 @@
 """Flask-Admin views for celery-dbeat: schedules (list, filters, search, forms, pause, resume,
-run now, delete) and their fire history, for a Flask app you already have::
+run now, delete), their fire history (with each run's outcome) and the running beats, for a
+Flask app you already have::
 
     from flask_admin import Admin
     from celery_dbeat.contrib.flask import init_admin
@@ -32,15 +33,18 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from ...api import Schedules
-from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession
+from .base import BEATS_ENDPOINT, FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession
+from .beats import BeatView
 from .history import FireView
 from .schedules import ScheduleView
 
 __all__ = [
+    "BEATS_ENDPOINT",
     "FIRES_ENDPOINT",
     "SCHEDULES_ENDPOINT",
     "Access",
     "AdminViews",
+    "BeatView",
     "FireView",
     "ScheduleView",
     "init_admin",
@@ -53,6 +57,7 @@ class AdminViews:
 
     schedules: ScheduleView
     fires: FireView
+    beats: BeatView
     #: The management API the views write through.
     api: Schedules
 
@@ -64,8 +69,9 @@ def init_admin(
     is_accessible: Callable[[], bool],
     on_refused: Callable[[], ResponseReturnValue] | None = None,
     category: str | None = "Schedules",
+    live_within: float = 15.0,
 ) -> AdminViews:
-    """Add the schedule and fire-history views to ``admin``.
+    """Add the schedule, fire-history and beat views to ``admin``.
 
     ``schedules`` is the management API to write through, or the engine or URL of the schedule
     database (the tables must exist: beat creates them at start-up, or call
@@ -76,8 +82,10 @@ def init_admin(
     ``is_accessible`` is the host's access rule, called on every request (for example
     ``lambda: current_user.is_authenticated and current_user.is_admin``); ``on_refused`` returns
     the response to a refused request (a redirect to your login page, a 401); default 403.
-    The views are at ``<admin url>/schedules/`` and ``<admin url>/fires/``, endpoints
-    ``dbeat_schedules`` and ``dbeat_fires``, under the menu ``category`` (``None``: top level).
+    The views are at ``<admin url>/schedules/``, ``<admin url>/fires/`` and
+    ``<admin url>/beats/``, endpoints ``dbeat_schedules``, ``dbeat_fires`` and ``dbeat_beats``,
+    under the menu ``category`` (``None``: top level). The beats view calls a beat live when
+    its heartbeat is at most ``live_within`` seconds old (give 3 x ``dbeat_max_interval``).
     """
     api = schedules if isinstance(schedules, Schedules) else Schedules(schedules)
     session = AdminSession(
@@ -86,6 +94,8 @@ def init_admin(
     access = Access(is_accessible, on_refused)
     fires = FireView(session, access, category=category)
     schedule_view = ScheduleView(api, session, access, history=fires, category=category)
+    beats = BeatView(session, access, category=category, live_within=live_within, clock=api.clock)
     admin.add_view(schedule_view)
     admin.add_view(fires)
-    return AdminViews(schedule_view, fires, api)
+    admin.add_view(beats)
+    return AdminViews(schedule_view, fires, beats, api)

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session, scoped_session
 from .display import instant
 
 __all__ = [
+    "BEATS_ENDPOINT",
     "FIRES_ENDPOINT",
     "SCHEDULES_ENDPOINT",
     "Access",
@@ -44,6 +45,7 @@ __all__ = [
 
 SCHEDULES_ENDPOINT = "dbeat_schedules"
 FIRES_ENDPOINT = "dbeat_fires"
+BEATS_ENDPOINT = "dbeat_beats"
 TEMPLATES = Path(__file__).parent / "templates"
 
 

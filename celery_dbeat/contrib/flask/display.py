@@ -16,6 +16,8 @@ __all__ = [
     "fire_outcome",
     "instant",
     "local_instant",
+    "overlap_summary",
+    "run_time",
     "schedule_state",
     "spec_summary",
 ]
@@ -89,6 +91,17 @@ def spec_summary(row: Schedule) -> str:
     return text
 
 
+def overlap_summary(row: Schedule) -> str:
+    """``allow``, or ``skip (runs lost after 10 min)``; without a max run time of its own a
+    schedule uses ``dbeat_max_run_time``."""
+    policy = row.overlap_policy or "allow"
+    if policy == "allow":
+        return policy
+    if row.max_run_time is None:
+        return f"{policy} (runs lost after dbeat_max_run_time)"
+    return f"{policy} (runs lost after {duration(timedelta(seconds=row.max_run_time))})"
+
+
 def schedule_state(row: Schedule) -> str:
     """``finished``, ``error``, ``active`` or ``paused`` (first that applies)."""
     if row.finished_at is not None:
@@ -96,6 +109,16 @@ def schedule_state(row: Schedule) -> str:
     if row.last_error is not None:
         return "error"
     return "active" if row.enabled else "paused"
+
+
+def run_time(fire: Fire) -> timedelta | None:
+    """How long the run took: the worker's measure, else from start to finish (as
+    ``celery_dbeat.api.FireInfo.run_duration``)."""
+    if fire.runtime is not None:
+        return timedelta(seconds=fire.runtime)
+    if fire.started_at is not None and fire.finished_at is not None:
+        return fire.finished_at - fire.started_at
+    return None
 
 
 def fire_outcome(fire: Fire) -> str:

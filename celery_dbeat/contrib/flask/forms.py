@@ -23,6 +23,7 @@ from wtforms import (
 
 from ...definitions import FORM_FIELDS
 from ...errors import ValidationError
+from ...overlap import OverlapPolicy
 from ...store.models import Schedule
 
 __all__ = ["ScheduleForm", "field_of", "form_data", "form_values"]
@@ -116,6 +117,18 @@ _WIDGETS: dict[str, Callable[[], Any]] = {
     "jitter": lambda: _text(
         "Jitter",
         "Duration; each fire waits a fixed 0..jitter after its slot, the same on every beat",
+    ),
+    "overlap_policy": lambda: _select(
+        "Overlap policy",
+        "default (allow)",
+        *(p.value for p in OverlapPolicy),
+        description="A slot due while the previous run still goes: allow sends it, skip "
+        "records it as overlap, buffer_one sends it when that run ends",
+    ),
+    "max_run_time": lambda: _text(
+        "Max run time",
+        "Duration; an unfinished run older than this counts as lost and no longer holds the "
+        "overlap policy back (default dbeat_max_run_time)",
     ),
 }
 

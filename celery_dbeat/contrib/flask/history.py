@@ -1,4 +1,5 @@
-"""The fire history view: read-only, newest slot first, with lag and outcome; filtered to one
+"""The fire history view: read-only, newest slot first, with lag and outcome, and what the
+worker hook reported about each run (status, start, run time, worker, error); filtered to one
 schedule by the links of the schedules view."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from flask import g, url_for
 from flask_admin.contrib.sqla import filters as sqla_filters
 from markupsafe import Markup
 
-from ...store.models import Fire, FireStatus, Schedule
+from ...store.models import Fire, FireStatus, RunStatus, Schedule
 from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge
-from .display import duration, fire_outcome
+from .display import duration, fire_outcome, run_time
 
 __all__ = ["FireView", "ScheduleNameFilter"]
 
@@ -22,6 +23,15 @@ _FIRE_BADGES = {
     FireStatus.SKIPPED.value: "secondary",
     FireStatus.DROPPED.value: "warning",
     FireStatus.FAILED.value: "danger",
+    FireStatus.OVERLAP.value: "secondary",
+    FireStatus.BUFFERED.value: "info",
+}
+_RUN_BADGES = {
+    RunStatus.STARTED.value: "info",
+    RunStatus.RETRIED.value: "warning",
+    RunStatus.SUCCEEDED.value: "success",
+    RunStatus.FAILED.value: "danger",
+    RunStatus.REVOKED.value: "warning",
 }
 
 
@@ -56,6 +66,21 @@ def _outcome(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
     return badge(fire_outcome(fire), _FIRE_BADGES.get(fire.status, "light"), fire.error or "")
 
 
+def _run(view: FireView, context: Any, fire: Fire, name: str) -> Markup | str:
+    if fire.run_status is None:
+        return ""
+    return badge(fire.run_status, _RUN_BADGES.get(fire.run_status, "light"), fire.run_error or "")
+
+
+def _ran(view: FireView, context: Any, fire: Fire, name: str) -> str:
+    taken = run_time(fire)
+    return "" if taken is None else duration(taken)
+
+
+def _errors(view: FireView, context: Any, fire: Fire, name: str) -> str:
+    return " / ".join(e for e in (fire.error, fire.run_error) if e)
+
+
 class FireView(DBeatView):
     """Read-only fire history, newest slot first; filter by schedule, status or run-now."""
 
@@ -73,6 +98,10 @@ class FireView(DBeatView):
         "attempts",
         "beat",
         "task_id",
+        "run_status",
+        "started_at",
+        "runtime",
+        "worker",
         "error",
     )
     column_details_list = (
@@ -90,6 +119,12 @@ class FireView(DBeatView):
         "beat",
         "task_id",
         "error",
+        "run_status",
+        "started_at",
+        "finished_at",
+        "runtime",
+        "worker",
+        "run_error",
     )
     column_labels: ClassVar[dict[str, str]] = {
         "sent_at": "Published",
@@ -97,14 +132,32 @@ class FireView(DBeatView):
         "status": "Outcome",
         "task_id": "Task id",
         "manual": "Run now",
+        "run_status": "Run",
+        "started_at": "Started",
+        "finished_at": "Finished",
+        "runtime": "Run time",
+        "run_error": "Run error",
     }
-    column_sortable_list = ("slot", "sent_at", "status", "attempts", "beat")
+    column_sortable_list = (
+        "slot",
+        "sent_at",
+        "status",
+        "run_status",
+        "started_at",
+        "runtime",
+        "attempts",
+        "beat",
+        "worker",
+    )
     column_default_sort: ClassVar[list[tuple[str, bool]]] = [("slot", True), ("id", True)]
-    column_searchable_list = ("task_id", "beat")
+    column_searchable_list = ("task_id", "beat", "worker")
     column_filters = (
         ScheduleNameFilter(),
         sqla_filters.FilterEqual(
             Fire.status, "Outcome", options=[(s.value, s.value) for s in FireStatus]
+        ),
+        sqla_filters.FilterEqual(
+            Fire.run_status, "Run", options=[(s.value, s.value) for s in RunStatus]
         ),
         sqla_filters.BooleanEqualFilter(Fire.manual, "Run now"),
     )
@@ -112,6 +165,13 @@ class FireView(DBeatView):
         "schedule": _schedule,
         "lag": _lag,
         "status": _outcome,
+        "run_status": _run,
+        "runtime": _ran,
+        "error": _errors,
+    }
+    #: The detail page shows the publish error and the run error in their own rows.
+    column_formatters_detail: ClassVar[dict[str, Any]] = {
+        key: value for key, value in column_formatters.items() if key != "error"
     }
 
     def __init__(

@@ -15,10 +15,18 @@ from markupsafe import Markup
 from ...api import Schedules
 from ...definitions import definition_from_form
 from ...errors import DBeatError, ScheduleExists, ValidationError
+from ...overlap import OverlapPolicy
 from ...store.manage import CONFIG_ORIGIN
 from ...store.models import Schedule
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
-from .display import STATES, instant, local_instant, schedule_state, spec_summary
+from .display import (
+    STATES,
+    instant,
+    local_instant,
+    overlap_summary,
+    schedule_state,
+    spec_summary,
+)
 from .forms import ScheduleForm, field_of, form_data, form_values
 from .history import FireView
 
@@ -115,6 +123,11 @@ class ScheduleView(DBeatView):
             options=[(o, o) for o in ("api", "config", "config:removed")],
         ),
         StateFilter(),
+        sqla_filters.FilterEqual(
+            Schedule.overlap_policy,
+            "Overlap policy",
+            options=[(p.value, p.value) for p in OverlapPolicy if p is not OverlapPolicy.ALLOW],
+        ),
     )
     column_formatters: ClassVar[dict[str, Any]] = {
         "name": _name,
@@ -202,6 +215,7 @@ class ScheduleView(DBeatView):
             "next_run_at": instant(row.next_run_at),
             "last_slot": instant(row.last_slot),
             "run_count": row.run_count,
+            "overlap": overlap_summary(row),
             "last_error": row.last_error,
             "config": row.origin == CONFIG_ORIGIN,
             "origin": row.origin,

@@ -1,0 +1,223 @@
+"""Runs: what happened to sent fires on the workers, and the SQL the overlap policy needs.
+
+* :func:`record_runs` applies the worker hook's events (started, retried, finished) to fire
+  rows, keyed by the deterministic task id, in one statement per flush.
+* :func:`run_states` tells the planner, per schedule, whether a run is still going and whether a
+  fire is buffered behind it; :func:`release_buffered` hands buffered fires to the publisher
+  once their schedule's run is over.
+* :func:`prune_history` deletes old history in bounded batches, never a fire that still has to
+  be published.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..overlap import OverlapPolicy, RunState
+from .models import FINAL_RUN_STATUSES, FireStatus, RunStatus
+from .queries import PUBLISH_COLUMNS, F, PublishRequest, S, ScheduleRow
+
+__all__ = [
+    "RunEvent",
+    "prune_history",
+    "recent_successes",
+    "record_runs",
+    "release_buffered",
+    "run_states",
+]
+
+#: Fire states that are (or will be) a run on a worker.
+_IN_FLIGHT = (FireStatus.PENDING.value, FireStatus.SENT.value)
+_LIVE = (*_IN_FLIGHT, FireStatus.BUFFERED.value)
+#: History rows that are never pruned: they still have to be published.
+_UNPUBLISHED = (FireStatus.PENDING.value, FireStatus.BUFFERED.value)
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One thing the worker hook saw happen to a beat-fired task."""
+
+    task_id: str
+    status: RunStatus
+    at: datetime
+    worker: str | None = None
+    #: Seconds the task ran, on a final event.
+    runtime: float | None = None
+    error: str | None = None
+
+
+def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
+    """One update per task id: its first start, its latest status, and its end if it ended."""
+    runs: dict[str, dict[str, Any]] = {}
+    for event in events:
+        run = runs.setdefault(
+            event.task_id,
+            {
+                "t_id": event.task_id,
+                "t_started": None,
+                "t_finished": None,
+                "t_runtime": None,
+                "t_error": None,
+                "t_worker": None,
+            },
+        )
+        run["t_status"] = event.status.value
+        run["t_worker"] = event.worker or run["t_worker"]
+        if event.status is RunStatus.STARTED and run["t_started"] is None:
+            run["t_started"] = event.at
+        if event.error is not None:
+            run["t_error"] = event.error[:2000]
+        if event.status.value in FINAL_RUN_STATUSES:
+            run["t_finished"] = event.at
+            run["t_runtime"] = event.runtime
+    return list(runs.values())
+
+
+def record_runs(engine: Engine, events: Sequence[RunEvent]) -> None:
+    """Apply worker events to the fires they belong to (events of other tasks match no row).
+
+    A run that already finished is not reopened by a late or redelivered "started".
+    """
+    updates = _fold(events)
+    if not updates:
+        return
+    final = sa.bindparam("t_finished", type_=F.c.finished_at.type)
+    statement = (
+        sa.update(F)
+        .where(
+            F.c.task_id == sa.bindparam("t_id"),
+            sa.or_(F.c.finished_at.is_(None), final.is_not(None)),
+        )
+        .values(
+            run_status=sa.bindparam("t_status"),
+            started_at=sa.func.coalesce(
+                F.c.started_at, sa.bindparam("t_started", type_=F.c.started_at.type)
+            ),
+            finished_at=sa.func.coalesce(final, F.c.finished_at),
+            runtime=sa.func.coalesce(sa.bindparam("t_runtime", type_=sa.Double()), F.c.runtime),
+            run_error=sa.func.coalesce(sa.bindparam("t_error", type_=sa.Text()), F.c.run_error),
+            worker=sa.func.coalesce(sa.bindparam("t_worker", type_=sa.String()), F.c.worker),
+        )
+    )
+    with engine.begin() as conn:
+        conn.execute(statement, updates)
+
+
+def _state(
+    conn: Connection,
+    schedule_id: int,
+    now: datetime,
+    max_run_time: timedelta,
+    *,
+    exclude: int | None = None,
+) -> RunState:
+    # The newest few live fires by the (schedule_id, slot) key: a schedule with an overlap
+    # policy has at most one run and one buffered fire that matter.
+    query = (
+        sa.select(F.c.id, F.c.status, F.c.finished_at, F.c.started_at, F.c.sent_at, F.c.recorded_at)
+        .where(F.c.schedule_id == schedule_id, F.c.status.in_(_LIVE))
+        .order_by(F.c.slot.desc())
+        .limit(3)
+    )
+    running = buffered = False
+    for fire in conn.execute(query):
+        if fire.id == exclude:
+            continue
+        if fire.status == FireStatus.BUFFERED.value:
+            buffered = True
+        elif fire.finished_at is None:
+            since = fire.started_at or fire.sent_at or fire.recorded_at
+            running = running or now - since < max_run_time
+    return RunState(running=running, buffered=buffered)
+
+
+def _max_run_time(value: float | None, default: timedelta) -> timedelta:
+    return default if value is None else timedelta(seconds=value)
+
+
+def run_states(
+    conn: Connection, rows: Sequence[ScheduleRow], now: datetime, default_max_run_time: timedelta
+) -> dict[int, RunState]:
+    """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``)."""
+    return {
+        row.id: _state(conn, row.id, now, _max_run_time(row.max_run_time, default_max_run_time))
+        for row in rows
+        if row.overlap_policy not in (None, OverlapPolicy.ALLOW.value)
+    }
+
+
+def release_buffered(
+    engine: Engine,
+    now: datetime,
+    lease_until: datetime,
+    default_max_run_time: timedelta,
+    beat: str,
+    limit: int,
+) -> list[PublishRequest]:
+    """Turn buffered fires whose schedule has nothing running into PENDING fires leased to
+    ``beat``; return them, to be published with their recorded task ids."""
+    query = (
+        sa.select(*PUBLISH_COLUMNS, S.c.max_run_time)
+        .join(S, S.c.id == F.c.schedule_id)
+        .where(F.c.status == FireStatus.BUFFERED.value)
+        .order_by(F.c.slot)
+        .limit(limit)
+    )
+    released: list[PublishRequest] = []
+    with engine.begin() as conn:
+        for r in conn.execute(query).all():
+            limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
+            if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:
+                continue
+            done = conn.execute(
+                sa.update(F)
+                .where(F.c.id == r.id, F.c.status == FireStatus.BUFFERED.value)
+                .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
+            )
+            if done.rowcount == 1:
+                released.append(PublishRequest.from_row(r))
+    return released
+
+
+def prune_history(
+    engine: Engine, before: datetime, *, batch: int = 1000, budget: float = 0.2
+) -> int:
+    """Delete fires whose slot is older than ``before``, ``batch`` rows per transaction, for at
+    most ``budget`` seconds; return how many. Unpublished fires are kept whatever their age."""
+    deleted = 0
+    deadline = time.monotonic() + budget
+    while True:
+        with engine.begin() as conn:
+            ids = list(
+                conn.execute(
+                    sa.select(F.c.id)
+                    .where(F.c.slot < before, F.c.status.not_in(_UNPUBLISHED))
+                    .order_by(F.c.slot)
+                    .limit(batch)
+                ).scalars()
+            )
+            if ids:
+                conn.execute(sa.delete(F).where(F.c.id.in_(ids)))
+        deleted += len(ids)
+        if len(ids) < batch or time.monotonic() > deadline:
+            return deleted
+
+
+def recent_successes(engine: Engine, since: datetime) -> list[tuple[str, datetime]]:
+    """``(schedule name, newest successful finish)`` for runs that succeeded after ``since``."""
+    newest = sa.func.max(F.c.finished_at)
+    query = (
+        sa.select(S.c.name, newest)
+        .join(S, S.c.id == F.c.schedule_id)
+        .where(F.c.finished_at > since, F.c.run_status == RunStatus.SUCCEEDED.value)
+        .group_by(S.c.name)
+    )
+    with engine.connect() as conn:
+        return [(name, at) for name, at in conn.execute(query)]

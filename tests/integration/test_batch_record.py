@@ -1,0 +1,82 @@
+"""``DueBatch.record`` of many transitions at once keeps each row's compare-and-set.
+
+PostgreSQL records a batch in one ``UPDATE ... FROM (VALUES ...)``; the other backends one row at a
+time. Either way a row changed since it was read (an edit, another beat) is left alone, and every
+other row of the batch is recorded as if it were alone.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery_dbeat import Cron
+from celery_dbeat.definitions import Definition
+from celery_dbeat.misfire import MisfireRules
+from celery_dbeat.planning import plan
+from celery_dbeat.store.queries import Store
+from tests.integration.conftest import Schedules, at
+
+LEASE = timedelta(seconds=60)
+RULES = MisfireRules()
+
+
+def _hourly(name: str, **fields: object) -> Definition:
+    return Definition.create(name=name, task="tasks.hourly", schedule=Cron("0 * * * *"), **fields)  # type: ignore[arg-type]
+
+
+def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
+    store: Store, schedules: Schedules
+) -> None:
+    schedules.sync(
+        [_hourly("plain"), _hourly("edited"), _hourly("moved"), _hourly("last", max_runs=1)],
+        at("08:30"),
+    )
+    schedules.insert("to-compute", next_run_at=None)
+    schedules.insert("broken", next_run_at=at("08:00"), cron="not a cron")
+    now = at("09:00:02")
+    with store.claim_due(now, 10, "beat-1") as batch:
+        stale = {row.name: row for row in batch.schedules}  # read; nothing recorded yet
+    assert sorted(stale) == ["broken", "edited", "last", "moved", "plain", "to-compute"]
+
+    # Meanwhile an edit bumps one row's version and another beat moves another's next_run_at.
+    assert schedules.sync(
+        [
+            _hourly("plain"),
+            _hourly("edited", args=[1]),
+            _hourly("moved"),
+            _hourly("last", max_runs=1),
+        ],
+        at("09:00:01"),
+    ).updated == ["edited"]
+    schedules.update("moved", next_run_at=at("10:00"))
+
+    with store.claim_due(now, 10, "beat-1") as batch:
+        requests = batch.record([plan(row, now, RULES) for row in stale.values()], now + LEASE)
+        applied = sorted(t.schedule.name for t in batch.applied)
+
+    assert applied == ["broken", "last", "plain", "to-compute"]
+    assert sorted((r.schedule_name, r.slot) for r in requests) == [
+        ("last", at("09:00")),
+        ("plain", at("09:00")),
+    ]
+    plain, last = schedules.row("plain"), schedules.row("last")
+    assert (plain.next_run_at, plain.last_slot, plain.run_count) == (at("10:00"), at("09:00"), 1)
+    assert (plain.enabled, plain.finished_at, plain.last_error) == (True, None, None)
+    assert (last.next_run_at, last.run_count, last.enabled, last.finished_at) == (
+        None,
+        1,
+        False,
+        now,
+    )
+    assert schedules.row("to-compute").next_run_at == at("10:00")
+    assert schedules.row("to-compute").run_count == 0
+    broken = schedules.row("broken")
+    assert broken.next_run_at is None
+    assert broken.last_error is not None
+    assert broken.enabled
+    assert schedules.row("edited").next_run_at == at("09:00")
+    assert schedules.row("moved").next_run_at == at("10:00")
+    assert sorted((f.name, f.status) for f in schedules.fires()) == [
+        ("last", "pending"),
+        ("plain", "pending"),
+    ]

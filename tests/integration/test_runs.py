@@ -1,0 +1,285 @@
+"""Run tracking and overlap policies against real databases, with the worker simulated.
+
+The overlap cases are Temporal's: an hourly job whose runs take 90 minutes. ``allow`` has two
+runs going at 11:00; ``skip`` never runs 11:00; ``buffer_one`` starts 11:00 when 10:00 finishes,
+at 11:30, keeping its slot and task id. The "worker" here reports starts and finishes through
+:func:`record_runs`, exactly what the worker hook writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from celery_dbeat.clock import FixedClock
+from celery_dbeat.definitions import Definition
+from celery_dbeat.planning import fire_task_id
+from celery_dbeat.specs import Cron
+from celery_dbeat.store.models import RunStatus
+from celery_dbeat.store.queries import Store
+from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
+from celery_dbeat.ticker import Ticker
+from tests.integration.conftest import F, RecordingPublisher, Schedules, at
+
+MakeTicker = Callable[..., Ticker]
+RUN = timedelta(minutes=90)
+
+
+def hourly(**fields: Any) -> Definition:
+    return Definition.create(
+        name="hourly", task="tasks.report", schedule=Cron("0 * * * *"), **fields
+    )
+
+
+@dataclass
+class Run:
+    slot: datetime
+    task_id: str
+    started: datetime
+    finished: datetime | None = None
+
+
+class Worker:
+    """Starts every published task at once and finishes it ``duration`` later (or never)."""
+
+    def __init__(self, store: Store, publisher: RecordingPublisher, duration: timedelta | None):
+        self.store = store
+        self.publisher = publisher
+        self.duration = duration
+        self.runs: list[Run] = []
+
+    def step(self, now: datetime) -> None:
+        events = []
+        for request, *_ in self.publisher[len(self.runs) :]:
+            self.runs.append(Run(request.slot, request.task_id, now))
+            events.append(RunEvent(request.task_id, RunStatus.STARTED, now, worker="w1"))
+        for run in self.runs:
+            if (
+                self.duration is not None
+                and run.finished is None
+                and now >= run.started + self.duration
+            ):
+                run.finished = run.started + self.duration
+                events.append(
+                    RunEvent(
+                        run.task_id,
+                        RunStatus.SUCCEEDED,
+                        run.finished,
+                        runtime=self.duration.total_seconds(),
+                    )
+                )
+        record_runs(self.store.engine, events)
+
+    def running_at(self, instant: datetime) -> list[datetime]:
+        return [
+            r.slot
+            for r in self.runs
+            if r.started <= instant and (r.finished is None or instant < r.finished)
+        ]
+
+    def started(self) -> dict[datetime, datetime]:
+        return {r.slot: r.started for r in self.runs}
+
+
+def simulate(ticker: Ticker, clock: FixedClock, worker: Worker, until: datetime) -> None:
+    """Every five minutes: the worker reports, then beat ticks."""
+    while clock.now() <= until:
+        worker.step(clock.now())
+        ticker.tick()
+        worker.step(clock.now())
+        clock.advance(timedelta(minutes=5))
+
+
+@pytest.fixture
+def run_hourly(
+    store: Store,
+    schedules: Schedules,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    make_ticker: MakeTicker,
+) -> Callable[..., Worker]:
+    def go(duration: timedelta | None = RUN, until: str = "12:45", **fields: Any) -> Worker:
+        fields.setdefault("max_run_time", "3h")  # the default (1 h) is shorter than a run
+        schedules.sync([hourly(**fields)], at("09:30"))
+        clock.set(at("09:30"))
+        worker = Worker(store, publisher, duration)
+        simulate(make_ticker(max_interval=5, lock_ttl=10), clock, worker, at(until))
+        return worker
+
+    return go
+
+
+def status_of(schedules: Schedules, slot: datetime) -> str:
+    (fire,) = [f for f in schedules.fires("hourly") if f.slot == slot]
+    return str(fire.status)
+
+
+def test_allow_runs_10_and_11_at_the_same_time(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    worker = run_hourly(overlap_policy="allow")
+
+    assert worker.running_at(at("11:00")) == [at("10:00"), at("11:00")]
+    assert worker.started() == {at(t): at(t) for t in ("10:00", "11:00", "12:00")}
+
+
+def test_skip_never_runs_11_and_records_it_as_overlap(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    worker = run_hourly(overlap_policy="skip")
+
+    assert worker.started() == {at("10:00"): at("10:00"), at("12:00"): at("12:00")}
+    assert status_of(schedules, at("11:00")) == "overlap"
+    assert max(len(worker.running_at(at("10:00") + timedelta(minutes=m))) for m in range(180)) == 1
+
+
+def test_buffer_one_starts_11_when_10_finishes_with_its_own_slot_and_task_id(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    worker = run_hourly(overlap_policy="buffer_one", until="13:10")
+
+    started = worker.started()
+    assert started[at("10:00")] == at("10:00")
+    assert started[at("11:00")] == at("11:30")  # when 10:00 finished
+    assert started[at("12:00")] == at("13:00")  # when 11:00 finished
+    (run_11,) = [r for r in worker.runs if r.slot == at("11:00")]
+    assert run_11.task_id == fire_task_id("hourly", at("11:00"))
+    assert max(len(worker.running_at(at("10:00") + timedelta(minutes=m))) for m in range(190)) == 1
+
+
+def test_buffer_one_keeps_one_buffered_fire_and_skips_the_slots_behind_it(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    # A run of 2h30: 11:00 is buffered behind 10:00, 12:00 finds one buffered and is skipped.
+    worker = run_hourly(duration=timedelta(minutes=150), overlap_policy="buffer_one")
+
+    assert worker.started() == {at("10:00"): at("10:00"), at("11:00"): at("12:30")}
+    assert status_of(schedules, at("12:00")) == "overlap"
+
+
+def test_a_run_that_never_finishes_counts_as_lost_after_max_run_time(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    # The worker died mid-task: no finish is ever reported. After 90 minutes the run is lost,
+    # so 11:00 is skipped but 12:00 runs.
+    worker = run_hourly(duration=None, overlap_policy="skip", max_run_time="90m")
+
+    assert sorted(worker.started()) == [at("10:00"), at("12:00")]
+    assert status_of(schedules, at("11:00")) == "overlap"
+
+
+def test_the_fire_history_shows_each_run_with_its_outcome(
+    run_hourly: Callable[..., Worker], schedules: Schedules
+) -> None:
+    run_hourly(duration=timedelta(minutes=20), until="11:10")
+
+    rows = {f.slot: f for f in schedules.fires("hourly")}
+    ten = rows[at("10:00")]
+    assert (ten.status, ten.run_status) == ("sent", "succeeded")
+    assert (ten.started_at, ten.finished_at, ten.runtime) == (at("10:00"), at("10:20"), 1200.0)
+    assert ten.worker == "w1"
+    eleven = rows[at("11:00")]
+    assert (eleven.run_status, eleven.finished_at) == ("started", None)
+
+
+# record_runs -------------------------------------------------------------------------------------
+
+
+def _fire(store: Store, schedules: Schedules, task_id: str, slot: datetime, **values: Any) -> None:
+    schedule_id = schedules.row("hourly").id
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(F).values(
+                schedule_id=schedule_id,
+                slot=slot,
+                manual=False,
+                status=values.pop("status", "sent"),
+                slot_count=1,
+                task_id=task_id,
+                recorded_at=slot,
+                attempts=0,
+                **values,
+            )
+        )
+
+
+def _run(schedules: Schedules, task_id: str) -> tuple[Any, ...]:
+    (fire,) = [f for f in schedules.fires("hourly") if f.task_id == task_id]
+    return (fire.run_status, fire.started_at, fire.finished_at, fire.runtime, fire.run_error)
+
+
+def test_record_runs_folds_a_retry_into_one_run_and_never_reopens_a_finished_run(
+    store: Store, schedules: Schedules
+) -> None:
+    schedules.sync([hourly()], at("09:30"))
+    _fire(store, schedules, "a", at("10:00"))
+    _fire(store, schedules, "b", at("11:00"))
+    engine = store.engine
+
+    record_runs(
+        engine,
+        [
+            RunEvent("a", RunStatus.STARTED, at("10:00:01"), worker="w1"),
+            RunEvent("a", RunStatus.RETRIED, at("10:00:05"), error="Retry in 10s"),
+            RunEvent("a", RunStatus.STARTED, at("10:00:15"), worker="w2"),
+            RunEvent("b", RunStatus.STARTED, at("11:00:01")),
+            RunEvent("not-a-beat-task", RunStatus.STARTED, at("11:00:01")),
+        ],
+    )
+    assert _run(schedules, "a")[:3] == ("started", at("10:00:01"), None)
+    record_runs(
+        engine,
+        [
+            RunEvent("a", RunStatus.SUCCEEDED, at("10:00:20"), runtime=5.0),
+            RunEvent("b", RunStatus.FAILED, at("11:00:03"), runtime=2.0, error="KeyError: 'x'"),
+        ],
+    )
+    # A redelivered message starting again after the end does not reopen the run.
+    record_runs(engine, [RunEvent("a", RunStatus.STARTED, at("10:05"))])
+
+    assert _run(schedules, "a") == (
+        "succeeded",
+        at("10:00:01"),
+        at("10:00:20"),
+        5.0,
+        "Retry in 10s",
+    )
+    assert _run(schedules, "b") == ("failed", at("11:00:01"), at("11:00:03"), 2.0, "KeyError: 'x'")
+
+
+# History retention --------------------------------------------------------------------------------
+
+
+def test_prune_deletes_old_history_in_batches_but_never_an_unpublished_fire(
+    store: Store, schedules: Schedules
+) -> None:
+    schedules.sync([hourly()], at("09:30"))
+    day = timedelta(days=1)
+    for n in range(7):
+        _fire(store, schedules, f"old-{n}", at("09:00") - 40 * day + n * timedelta(hours=1))
+    _fire(store, schedules, "old-pending", at("09:00") - 50 * day, status="pending")
+    _fire(store, schedules, "old-buffered", at("10:00") - 50 * day, status="buffered")
+    _fire(store, schedules, "recent", at("09:00") - 2 * day)
+
+    deleted = prune_history(store.engine, at("09:00") - 30 * day, batch=3)
+
+    assert deleted == 7
+    left = sorted(f.task_id for f in schedules.fires("hourly"))
+    assert left == ["old-buffered", "old-pending", "recent"]
+
+
+def test_beat_prunes_history_older_than_the_retention(
+    store: Store, schedules: Schedules, clock: FixedClock, make_ticker: MakeTicker
+) -> None:
+    schedules.sync([hourly()], at("09:30"))
+    _fire(store, schedules, "ancient", at("09:00") - timedelta(days=8))
+    _fire(store, schedules, "kept", at("09:00") - timedelta(days=6))
+
+    make_ticker(history_retention="7d").tick()
+
+    assert [f.task_id for f in schedules.fires("hourly")] == ["kept"]
