@@ -52,9 +52,11 @@ class FixedClock:
         return self._mono
 
     def advance(self, delta: timedelta | float) -> None:
-        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
-        self._now += timedelta(seconds=seconds)
-        self._mono += seconds
+        # Instants move by the exact timedelta (a float of seconds loses microseconds over
+        # centuries); only the monotonic reading is a float.
+        step = delta if isinstance(delta, timedelta) else timedelta(seconds=float(delta))
+        self._now += step
+        self._mono += step.total_seconds()
 
     def set(self, now: datetime) -> None:
         self.advance(now.astimezone(utc) - self._now)

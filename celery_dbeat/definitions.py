@@ -99,6 +99,8 @@ def _text(field_name: str, value: Any, limit: int) -> str:
         raise ValidationError(field_name, value, "must be a non-empty string")
     if len(value) > limit:
         raise ValidationError(field_name, value, f"is longer than {limit} characters")
+    if "\x00" in value:
+        raise ValidationError(field_name, value, "must not contain NUL characters")
     return value
 
 
@@ -114,6 +116,19 @@ def _seconds(field_name: str, value: Any, rule: str, *, zero: bool) -> float | N
     if seconds < 0 or (seconds == 0 and not zero):
         raise ValidationError(field_name, value, rule)
     return seconds
+
+
+#: Largest whole number a schedule field may hold (a 32-bit column on every database).
+MAX_WHOLE = 2**31 - 1
+
+
+def _bounded_whole(field_name: str, value: Any, least: int) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_WHOLE
+    ):
+        raise ValidationError(
+            field_name, value, f"must be a whole number from {least} to {MAX_WHOLE}"
+        )
 
 
 def _choice(
@@ -189,16 +204,8 @@ class Definition:
         _text("task", task, 255)
         if not isinstance(enabled, bool):
             raise ValidationError("enabled", enabled, "must be true or false")
-        if max_runs is not None and (
-            isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
-        ):
-            raise ValidationError("max_runs", max_runs, "must be a whole number >= 1")
-        if catchup_limit is not None and (
-            isinstance(catchup_limit, bool)
-            or not isinstance(catchup_limit, int)
-            or catchup_limit < 0
-        ):
-            raise ValidationError("catchup_limit", catchup_limit, "must be a whole number >= 0")
+        _bounded_whole("max_runs", max_runs, 1)
+        _bounded_whole("catchup_limit", catchup_limit, 0)
         policy = _choice("misfire_policy", misfire_policy, MisfirePolicy)
         grace = _seconds("misfire_grace", misfire_grace, "must be a positive duration", zero=False)
         overlap = _choice("overlap_policy", overlap_policy, OverlapPolicy)

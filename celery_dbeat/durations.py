@@ -20,6 +20,8 @@ def parse_duration(value: object) -> timedelta:
     names their field or setting.
     """
     if isinstance(value, timedelta):
+        if abs(value) > timedelta(seconds=_LONGEST):
+            raise ValueError("expected a finite duration of at most 100 years")
         return value
     if isinstance(value, bool):
         raise ValueError("expected a duration, not a boolean")

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import reprlib
+
 __all__ = [
     "ConfigurationError",
     "DBeatError",
@@ -28,6 +30,27 @@ class DBeatError(Exception):
     """Base class of every error celery-dbeat raises on purpose."""
 
 
+class _Short(reprlib.Repr):
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = 200
+        self.maxlong = 60
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 10_000:  # repr() refuses integers of more than 4,300 digits
+            return f"<integer of {x.bit_length()} bits>"
+        return super().repr_int(x, level)
+
+
+_short = _Short()
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, shortened: an error message must stay readable (and ``repr`` of a
+    5,000-digit integer even raises)."""
+    return _short.repr(value)
+
+
 class ConfigurationError(DBeatError):
     """A ``dbeat_*`` setting is invalid. The message names the key and the value."""
 
@@ -35,7 +58,7 @@ class ConfigurationError(DBeatError):
         self.key = key
         self.value = value
         self.problem = problem
-        super().__init__(f"{key}={value!r}: {problem}")
+        super().__init__(f"{key}={shown(value)}: {problem}")
 
 
 class ValidationError(DBeatError, ValueError):
@@ -45,7 +68,7 @@ class ValidationError(DBeatError, ValueError):
         self.field = field
         self.value = value
         self.problem = problem
-        super().__init__(f"{field}={value!r}: {problem}")
+        super().__init__(f"{field}={shown(value)}: {problem}")
 
 
 class ScheduleNotFound(DBeatError, LookupError):

@@ -100,6 +100,7 @@ class ChangeListener:
         self.url = url
         self.options = options
         self.channel = channel_name(prefix)
+        self._closed = False
         self.client: Any = _first_client(url, options)
         self._pubsub: Any = None
         self._retry_at = 0.0
@@ -119,11 +120,16 @@ class ChangeListener:
                     self._drain(pubsub)
                     return True
         except Exception as exc:  # poll until Redis is back
+            if self._closed:
+                # Closed under us (beat's SIGTERM handler closes the scheduler while we wait):
+                # the socket error is the shutdown, not an outage.
+                return False
             self._lost(exc)
             time.sleep(max(deadline - time.monotonic(), 0.0))
         return False
 
     def close(self) -> None:
+        self._closed = True
         if self._pubsub is not None:
             with contextlib.suppress(Exception):
                 self._pubsub.close()

@@ -47,6 +47,7 @@ class Scheduler(celery_beat.Scheduler):
         self.lock: FireLock | None = None
         self._ticker: Ticker | None = None
         self._listener: ChangeListener | None = None
+        self._closed = False
         if not kwargs.get("max_interval"):
             kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
         super().__init__(app, lazy=lazy, **kwargs)
@@ -123,6 +124,7 @@ class Scheduler(celery_beat.Scheduler):
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         assert self._ticker is not None, "setup_schedule() was not called"
+        self._stop_if_closed()
         if not self._prepared:
             try:
                 self._prepare_database()
@@ -134,12 +136,21 @@ class Scheduler(celery_beat.Scheduler):
             return interval
         # Wait here rather than in Celery's sleep, so that a change notification ends it.
         self._listener.wait(interval)
+        self._stop_if_closed()
         return 0.0
+
+    def _stop_if_closed(self) -> None:
+        # Celery's SIGTERM/SIGINT handler closes the scheduler and raises SystemExit, but a
+        # library call it interrupted may swallow that exception (redis-py's socket clean-up
+        # does). Once closed, no further tick may run: end beat's loop here.
+        if self._closed:
+            raise SystemExit()
 
     def should_sync(self) -> bool:
         return False
 
     def close(self) -> None:
+        self._closed = True
         try:
             super().close()
         finally:

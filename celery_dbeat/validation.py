@@ -34,16 +34,38 @@ ALLOWED_OPTIONS = frozenset(
 )
 
 
+#: Deepest nesting of lists and objects accepted in args, kwargs and options.
+MAX_DEPTH = 100
+
+
 def _load(field: str, value: Any) -> Any:
     if isinstance(value, (str, bytes)):
         try:
             return json.loads(value)
+        except RecursionError:
+            raise ValidationError(field, value, f"is nested deeper than {MAX_DEPTH}") from None
         except ValueError as exc:
             raise ValidationError(field, value, f"is not valid JSON ({exc})") from None
     return value
 
 
+def _plain(field: str, value: Any, depth: int = 0) -> None:
+    """Refuse what JSON would silently change (object keys that are not strings) and nesting
+    deeper than :data:`MAX_DEPTH`."""
+    if depth > MAX_DEPTH:
+        raise ValidationError(field, value, f"is nested deeper than {MAX_DEPTH}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(field, key, "JSON object keys must be strings")
+            _plain(field, item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _plain(field, item, depth + 1)
+
+
 def dump_json(field: str, value: Any) -> str:
+    _plain(field, value)
     try:
         return json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -70,8 +92,8 @@ def parse_kwargs(value: Any) -> dict[str, Any]:
 
 def parse_options(value: Any) -> dict[str, Any]:
     data = _load("options", value)
-    if not isinstance(data, dict):
-        raise ValidationError("options", value, "must be a JSON object")
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise ValidationError("options", value, "must be a JSON object with string keys")
     unknown = sorted(set(data) - ALLOWED_OPTIONS)
     if unknown:
         raise ValidationError(

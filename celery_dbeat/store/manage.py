@@ -54,7 +54,14 @@ def _upcoming(definition: Definition, anchor: datetime, after: datetime) -> dict
     """``next_run_at`` (first slot after ``after``) and its ``due_at``."""
     jitter = None if definition.jitter is None else timedelta(seconds=definition.jitter)
     slots = definition.timing(anchor).slots_after(after)
-    first = next(due_times(definition.name, slots, jitter), None)
+    try:
+        first = next(due_times(definition.name, slots, jitter), None)
+    except (ArithmeticError, ValueError) as exc:
+        # Validation bounds every instant; a spec whose next slot still leaves the calendar
+        # (year 9999) is refused here rather than stored unusable.
+        raise ValidationError(
+            "schedule", definition.spec, f"cannot compute its next slot: {exc}"
+        ) from None
     if first is None:
         return {"next_run_at": None, "due_at": None}
     return {"next_run_at": first[0], "due_at": first[1] if jitter else None}

@@ -12,6 +12,7 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 from typing import Protocol
 
 from ..errors import ValidationError
@@ -80,11 +81,28 @@ class Timing:
         return slots
 
 
+#: Instants outside these years are refused: slots computed from them must stay representable.
+EARLIEST_YEAR, LATEST_YEAR = 1900, 9000
+
+
 def require_aware(field: str, value: datetime | None) -> datetime | None:
-    """Reject naive datetimes: every instant celery-dbeat handles carries its offset."""
-    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+    """Reject anything but an aware datetime between :data:`EARLIEST_YEAR` and
+    :data:`LATEST_YEAR`: every instant celery-dbeat handles carries its offset."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ValidationError(field, value, "must be a datetime with a time zone offset")
+    if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(
             field, value, "needs a time zone offset (naive datetimes are refused)"
+        )
+    try:
+        year: int | None = value.astimezone(dt_timezone.utc).year
+    except OverflowError:
+        year = None
+    if year is None or not EARLIEST_YEAR <= year < LATEST_YEAR:
+        raise ValidationError(
+            field, value, f"must lie between the years {EARLIEST_YEAR} and {LATEST_YEAR} (UTC)"
         )
     return value
 
