@@ -154,7 +154,6 @@ class Ticker:
         # The lease is measured from this instant, on both clocks: if this beat is paused
         # anywhere after it, the pause counts against the lease before anything is published.
         now, started = self.clock.now(), self.clock.monotonic()
-        lease_until = now + self.settings.lock_ttl
         won: set[FireKey] = set()
         try:
             with self.store.claim_due(now, self.settings.batch_size, self.beat) as batch:
@@ -176,7 +175,7 @@ class Ticker:
                 if getattr(self.lock, "degraded", False):
                     self.metrics.error("redis")
                 chosen = [t for t in transitions if not t.fires or _key(t) in won]
-                requests = batch.record(chosen, lease_until)
+                requests = batch.record(chosen, batch.lease_until(now, self.settings.lock_ttl))
                 applied = batch.applied
         except BaseException:
             self.lock.release(won)
@@ -217,7 +216,7 @@ class Ticker:
         """Publish buffered fires (overlap policy ``buffer_one``) whose previous run is over."""
         now, started = self.clock.now(), self.clock.monotonic()
         requests = runs.release_buffered(
-            self.store.engine,
+            self.store,
             now,
             now + self.settings.lock_ttl,
             self.settings.max_run_time,

@@ -13,10 +13,10 @@ unique key on ``(schedule_id, slot, manual)`` makes a second recording of a slot
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, cast
 
 import sqlalchemy as sa
@@ -237,12 +237,32 @@ PUBLISH_COLUMNS = [
 ]
 
 
+def _server_now(conn: Connection) -> datetime | None:
+    """The database server's clock (UTC), or ``None`` on SQLite."""
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        value = conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
+    elif dialect in ("mysql", "mariadb"):
+        # DATETIME(6) columns hold naive UTC; so does UTC_TIMESTAMP, whatever the session zone.
+        value = conn.execute(sa.text("SELECT UTC_TIMESTAMP(6)")).scalar_one()
+        value = value.replace(tzinfo=timezone.utc)
+    else:
+        return None
+    return cast(datetime, value).astimezone(timezone.utc)
+
+
 class DueBatch:
     """Due schedules claimed in one open transaction (see the module docstring)."""
 
     def __init__(
-        self, connection: Connection, schedules: list[ScheduleRow], beat: str, now: datetime
+        self,
+        connection: Connection,
+        schedules: list[ScheduleRow],
+        beat: str,
+        now: datetime,
+        lease_clock: Callable[[Connection], datetime | None] = _server_now,
     ):
+        self._lease_clock = lease_clock
         self._conn = connection
         self.schedules = schedules
         self._beat = beat
@@ -255,6 +275,10 @@ class DueBatch:
     def connection(self) -> Connection:
         """The batch's open transaction, for reads that must see the locked rows' state."""
         return self._conn
+
+    def lease_until(self, now: datetime, lease: timedelta) -> datetime:
+        """When a lease taken now ends, on the clock every beat compares leases with."""
+        return (self._lease_clock(self._conn) or now) + lease
 
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
@@ -383,7 +407,9 @@ class Store:
         *,
         engine_options: dict[str, Any] | None = None,
         idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
+        server_clock: bool = True,
     ):
+        self._server_clock = server_clock
         if isinstance(engine, Engine):
             self.engine, self._owns_engine = engine, False
         else:
@@ -395,6 +421,17 @@ class Store:
         # SKIP LOCKED lets beats split a herd instead of queueing on each other's rows. SQLite
         # has no row locks; its writers are serialised by BEGIN IMMEDIATE instead.
         self._skip_locked = dialect.name in ("postgresql", "mysql", "mariadb")
+
+    def server_now(self, conn: Connection) -> datetime | None:
+        """The database server's clock, on which leases are taken and compared; ``None`` on
+        SQLite (beats sharing a file share a host and its clock) or with ``server_clock=False``
+        (tests that move a fake clock past leases).
+
+        A lease (how long a fire is left to the beat that recorded it) is written by one beat
+        and compared by others: on the beats' own clocks, a beat ahead by more than a lease
+        would take over fires another beat is publishing right now.
+        """
+        return _server_now(conn) if self._server_clock else None
 
     def close(self) -> None:
         if self._owns_engine:
@@ -453,7 +490,7 @@ class Store:
                 if self._skip_locked:
                     query = query.with_for_update(skip_locked=True)
                 rows += [ScheduleRow.from_row(r) for r in conn.execute(query)]
-            yield DueBatch(conn, rows, beat, now)
+            yield DueBatch(conn, rows, beat, now, self.server_now)
 
     # Heartbeats ------------------------------------------------------------------------------
 
@@ -504,18 +541,26 @@ class Store:
     def claim_stale_pending(
         self, now: datetime, lease_until: datetime, limit: int
     ) -> list[PublishRequest]:
-        """Take over recorded fires whose recording beat did not publish them in time."""
-        query = (
-            sa.select(*PUBLISH_COLUMNS)
-            .join(S, S.c.id == F.c.schedule_id)
-            .where(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
-            .order_by(F.c.lease_until)
-            .limit(limit)
-        )
-        if self._skip_locked:
-            query = query.with_for_update(of=F, skip_locked=True)
+        """Take over recorded fires whose recording beat did not publish them in time.
+
+        ``now`` and ``lease_until`` are on this beat's clock; on a database server they are
+        moved onto the server's clock (:func:`server_now`) before they are compared with
+        leases other beats wrote.
+        """
         claimed: list[PublishRequest] = []
         with self.engine.begin() as conn:
+            server = self.server_now(conn)
+            if server is not None:
+                now, lease_until = server, server + (lease_until - now)
+            query = (
+                sa.select(*PUBLISH_COLUMNS)
+                .join(S, S.c.id == F.c.schedule_id)
+                .where(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
+                .order_by(F.c.lease_until)
+                .limit(limit)
+            )
+            if self._skip_locked:
+                query = query.with_for_update(of=F, skip_locked=True)
             for r in conn.execute(query).all():
                 result = conn.execute(
                     sa.update(F)

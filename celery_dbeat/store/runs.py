@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..overlap import OverlapPolicy, RunState
 from .models import FINAL_RUN_STATUSES, FireStatus, RunStatus
-from .queries import PUBLISH_COLUMNS, F, PublishRequest, S, ScheduleRow
+from .queries import PUBLISH_COLUMNS, F, PublishRequest, S, ScheduleRow, Store
 
 __all__ = [
     "RunEvent",
@@ -154,7 +154,7 @@ def run_states(
 
 
 def release_buffered(
-    engine: Engine,
+    store: Store,
     now: datetime,
     lease_until: datetime,
     default_max_run_time: timedelta,
@@ -171,7 +171,10 @@ def release_buffered(
         .limit(limit)
     )
     released: list[PublishRequest] = []
-    with engine.begin() as conn:
+    with store.engine.begin() as conn:
+        server = store.server_now(conn)  # leases are compared on the database's clock
+        if server is not None:
+            lease_until = server + (lease_until - now)
         for r in conn.execute(query).all():
             limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
             if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:

@@ -67,6 +67,8 @@ def expected_fires(
 def assert_exactly_once(outcome: Outcome, at_least: int = 1000) -> None:
     assert outcome.expected >= at_least, "not a vacuous pass"
     assert not outcome.problems(), outcome.summary()
+    # The same task id twice is allowed only in the crash windows the README documents.
+    assert not outcome.unexplained_repeats, outcome.summary()
 
 
 def start_fast_scenario(chaos: ChaosFactory, **options: Any) -> tuple[Chaos, float, float]:

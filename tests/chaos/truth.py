@@ -216,21 +216,25 @@ class Outcome:
         return "\n".join(lines)
 
 
-def _documented_window(times: list[float], events: list[Event], lease: float) -> bool:
-    """The README's two crash windows (section "Limits").
+#: Events after which a beat may have published fires it could not mark sent.
+_CRASHES = ("kill", "stop", "pg-restart-fast", "pg-crash", "pg-terminate-backends")
 
-    A beat killed after publishing and before marking the fires sent: the first copy was
-    received around a kill (up to 3 s after it, the worker's queueing delay under load), the
-    second after it. SIGTERM counts as a kill: Celery beat's handler raises ``SystemExit``
-    wherever beat is, publishing included. A beat paused longer than the lease between its
-    last lease check and the end of its publish: both copies arrive between the pause and
-    shortly after the resume.
+
+def _documented_window(times: list[float], events: list[Event], lease: float) -> bool:
+    """The README's crash windows (section "Limits").
+
+    A beat killed, or cut from its database, after publishing and before marking the fires
+    sent: the first copy was received around the kill or the database fault (up to 3 s after
+    it, the worker's queueing delay under load), the second after it. SIGTERM counts as a kill:
+    Celery beat's handler raises ``SystemExit`` wherever beat is, publishing included. A beat
+    paused longer than the lease between its last lease check and the end of its publish: both
+    copies arrive between the pause and shortly after the resume.
     """
     if len(times) != 2:
         return False
     first, second = times
     for e in events:
-        if e.what in ("kill", "stop") and e.at - 2 <= first <= e.at + 3 and second > e.at:
+        if e.what in _CRASHES and e.at - 2 <= first <= e.at + 3 and second > e.at:
             return True
     for pause in (e for e in events if e.what == "pause"):
         resume = next(

@@ -48,8 +48,12 @@ def at(hh_mm: str, day: datetime = START) -> datetime:
 
 @pytest.fixture
 def store(database_url: str) -> Iterator[Store]:
-    """A store on a fresh, migrated database (each backend in turn)."""
-    store = Store(database_url)
+    """A store on a fresh, migrated database (each backend in turn).
+
+    Leases follow the test's :class:`FixedClock` (``server_clock=False``), so a test can move
+    time past them; tests/integration/test_skew.py covers the database-clock leases beats use.
+    """
+    store = Store(database_url, server_clock=False)
     migrate(store.engine)
     yield store
     store.close()
@@ -61,7 +65,7 @@ def open_store(database_url: str) -> Iterator[Callable[[], Store]]:
     stores: list[Store] = []
 
     def make() -> Store:
-        stores.append(Store(database_url))
+        stores.append(Store(database_url, server_clock=False))
         return stores[-1]
 
     yield make
