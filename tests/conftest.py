@@ -8,6 +8,15 @@ import redis
 from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Under pytest-xdist's --dist loadgroup (run-tests.sh), tests that start real beat and
+    # worker processes run one after another on one worker, beside the in-process tests on the
+    # other: at most one set of celery processes competes for the two cores at a time.
+    for item in items:
+        if item.get_closest_marker("e2e") is not None:
+            item.add_marker(pytest.mark.xdist_group("processes"))
+
+
 @pytest.fixture(params=DATABASES)
 def database_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

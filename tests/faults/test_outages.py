@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -42,14 +41,6 @@ class Recorder:
 
     def offsets(self) -> list[int]:
         return [int((r.slot - T0).total_seconds()) for r in self.sent]
-
-
-@pytest.fixture(params=["postgresql", "mysql"])
-def server_database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    with private_database(request.param, tmp_path_factory) as url:
-        yield url
 
 
 def _sent_offsets(url: str) -> list[int]:

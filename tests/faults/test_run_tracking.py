@@ -4,7 +4,6 @@ are kept (up to a bound) and written once the database is back."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -16,18 +15,9 @@ from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.runs import RunEvent
 from celery_dbeat.worker import RunRecorder
 from tests.proxy import Proxy
-from tests.services import private_database
 
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)
 F = Fire.__table__
-
-
-@pytest.fixture(params=["postgresql", "mysql"])
-def server_database(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    with private_database(request.param, tmp_path_factory) as url:
-        yield url
 
 
 def _seed(url: str, task_ids: list[str]) -> None:

@@ -26,6 +26,7 @@ from hypothesis.control import currently_in_test_context
 from sqlalchemy.engine import Engine
 
 from celery_dbeat.config import Settings
+from celery_dbeat.definitions import FORM_FIELDS
 from celery_dbeat.errors import ValidationError, shown
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.misfire import MisfireRules
@@ -37,31 +38,8 @@ UTC = timezone.utc
 TABLES = ("dbeat_fires", "dbeat_schedules", "dbeat_beats")
 #: Every field a ValidationError of a schedule write may name.
 FIELDS = {
-    "name",
-    "task",
     "schedule",
-    "kind",
-    "cron",
-    "timezone",
-    "dst_gap",
-    "dst_fold",
-    "cron_days",
-    "every",
-    "run_at",
-    "solar_event",
-    "latitude",
-    "longitude",
-    "args",
-    "kwargs",
-    "options",
-    "enabled",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "jitter",
+    *FORM_FIELDS,
     "anchor_at",
     "bogus",  # the unknown form field test_api.forms() sometimes adds
 }

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from celery_dbeat import Cron, Every, Once, Solar
 from celery_dbeat.misfire import MisfirePolicy
+from celery_dbeat.validation import ALLOWED_OPTIONS
 
 UTC = timezone.utc
 #: Instants are drawn in these years, across the product's bounds (1900 to 9000).
@@ -394,21 +395,7 @@ def payloads(shape: str) -> st.SearchStrategy[Any]:
     )
 
 
-OPTION_KEYS = [
-    "queue",
-    "exchange",
-    "routing_key",
-    "priority",
-    "expires",
-    "headers",
-    "countdown",
-    "time_limit",
-    "soft_time_limit",
-    "serializer",
-    "compression",
-    "ignore_result",
-    "shadow",
-]
+OPTION_KEYS = sorted(ALLOWED_OPTIONS)
 
 
 def options_values() -> st.SearchStrategy[dict[str, Any]]:
