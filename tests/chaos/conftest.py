@@ -17,11 +17,41 @@ from tests.e2e.harness import Harness
 from tests.proxy import Proxy
 from tests.services import unavailable, unique_name
 
-OUTCOMES = pytest.StashKey[list[Outcome]]()
+#: Summary rows of the scenarios that ran, gathered from the test reports: under pytest-xdist
+#: the scenarios run in a worker, and only the reports reach the process that prints the table.
+_ROWS: list[list[str]] = []
+_HEADER = (
+    "scenario",
+    "beats",
+    "schedules",
+    "expected fires",
+    "messages",
+    "duplicates",
+    "lost",
+    "repeated ids",
+    "worst lag (s)",
+    "time (s)",
+)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[OUTCOMES] = []
+def _row(o: Outcome) -> list[str]:
+    return [
+        o.scenario.removeprefix("test_"),
+        str(o.beats),
+        str(o.schedules),
+        str(o.expected),
+        str(o.received),
+        str(len(o.duplicates)),
+        str(len(o.lost)),
+        f"{len(o.repeats)} ({len(o.unexplained_repeats)} undocumented)",
+        f"{o.worst_lag:.2f}",
+        f"{o.seconds:.0f}",
+    ]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _ROWS.extend(value for name, value in report.user_properties if name == "chaos")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -89,7 +119,7 @@ def chaos(
                 harness,
                 name,
                 proxy,
-                request.config.stash[OUTCOMES].append,
+                lambda outcome: request.node.user_properties.append(("chaos", _row(outcome))),
             )
 
         yield make
@@ -100,36 +130,9 @@ def chaos(
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    outcomes = terminalreporter.config.stash.get(OUTCOMES, [])
-    if not outcomes:
+    if not _ROWS:
         return
-    header = (
-        "scenario",
-        "beats",
-        "schedules",
-        "expected fires",
-        "messages",
-        "duplicates",
-        "lost",
-        "repeated ids",
-        "worst lag (s)",
-        "time (s)",
-    )
-    rows = [
-        (
-            o.scenario.removeprefix("test_"),
-            str(o.beats),
-            str(o.schedules),
-            str(o.expected),
-            str(o.received),
-            str(len(o.duplicates)),
-            str(len(o.lost)),
-            f"{len(o.repeats)} ({len(o.unexplained_repeats)} undocumented)",
-            f"{o.worst_lag:.2f}",
-            f"{o.seconds:.0f}",
-        )
-        for o in outcomes
-    ]
+    header, rows = _HEADER, [tuple(row) for row in _ROWS]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     terminalreporter.section("chaos summary")
     for row in [header, tuple("-" * w for w in widths), *rows]:
