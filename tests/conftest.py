@@ -5,7 +5,16 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from tests.chaos import summary as chaos_summary
 from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    chaos_summary.gather(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    chaos_summary.print_table(terminalreporter)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

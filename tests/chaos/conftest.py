@@ -1,10 +1,9 @@
 """Fixtures of the chaos suite: disposable services for the session, one database per scenario,
-and the summary table printed at the end of the run."""
+and each scenario's summary row (printed by :mod:`tests.chaos.summary`)."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -12,46 +11,11 @@ import pytest
 
 from tests.chaos.runner import Chaos, ChaosFactory, Services
 from tests.chaos.services import PostgresCluster, RedisServer, ServiceMissing
+from tests.chaos.summary import summary_row
 from tests.chaos.truth import Outcome
 from tests.e2e.harness import Harness
 from tests.proxy import Proxy
 from tests.services import unavailable, unique_name
-
-#: Summary rows of the scenarios that ran, gathered from the test reports: under pytest-xdist
-#: the scenarios run in a worker, and only the reports reach the process that prints the table.
-_ROWS: list[list[str]] = []
-_HEADER = (
-    "scenario",
-    "beats",
-    "schedules",
-    "expected fires",
-    "messages",
-    "duplicates",
-    "lost",
-    "repeated ids",
-    "worst lag (s)",
-    "time (s)",
-)
-
-
-def _row(o: Outcome) -> list[str]:
-    return [
-        o.scenario.removeprefix("test_"),
-        str(o.beats),
-        str(o.schedules),
-        str(o.expected),
-        str(o.received),
-        str(len(o.duplicates)),
-        str(len(o.lost)),
-        f"{len(o.repeats)} ({len(o.unexplained_repeats)} undocumented)",
-        f"{o.worst_lag:.2f}",
-        f"{o.seconds:.0f}",
-    ]
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call":
-        _ROWS.extend(value for name, value in report.user_properties if name == "chaos")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -95,6 +59,10 @@ def chaos(
     the logs are printed if the test failed.
     """
     harnesses: list[Harness] = []
+
+    def remember(outcome: Outcome) -> None:
+        request.node.user_properties.append(("chaos", summary_row(outcome)))
+
     with contextlib.ExitStack() as stack:
 
         def make(broker_proxy: bool = False) -> Chaos:
@@ -119,7 +87,9 @@ def chaos(
                 harness,
                 name,
                 proxy,
-                lambda outcome: request.node.user_properties.append(("chaos", _row(outcome))),
+                lambda outcome: request.node.user_properties.append(
+                    ("chaos", summary_row(outcome))
+                ),
             )
 
         yield make
@@ -127,22 +97,3 @@ def chaos(
     if report is None or report.failed:
         for harness in harnesses:
             print(f"logs in {tmp_path}\n{harness.log_tails()}")
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if not _ROWS:
-        return
-    header, rows = _HEADER, [tuple(row) for row in _ROWS]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    terminalreporter.section("chaos summary")
-    for row in [header, tuple("-" * w for w in widths), *rows]:
-        terminalreporter.write_line(
-            " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
-        )
-    if os.environ.get("DBEAT_CHAOS_MARKDOWN"):
-        lines = [
-            "| " + " | ".join(header) + " |",
-            "|" + "|".join(" --- " for _ in header) + "|",
-            *("| " + " | ".join(row) + " |" for row in rows),
-        ]
-        Path(os.environ["DBEAT_CHAOS_MARKDOWN"]).write_text("\n".join(lines) + "\n")
