@@ -442,7 +442,7 @@ class Schedules:
             current = create_arguments(row._mapping)
             current.update(changes)
             definition = Definition.create(**current)
-            manage.update_schedule(conn, name, definition, self.clock.now())
+            manage.update_schedule(conn, name, definition, self.clock.now(), row=row)
         return self.get(changes.get("name", name))
 
     def create(self, definition: Definition) -> ScheduleInfo:

@@ -242,9 +242,17 @@ def _write(conn: Connection, row: Row[Any], values: dict[str, Any], now: datetim
         )
 
 
-def update_schedule(conn: Connection, name: str, definition: Definition, now: datetime) -> bool:
-    """Store ``definition`` over the row ``name``. Returns whether anything changed."""
-    row = load_schedule(conn, name)
+def update_schedule(
+    conn: Connection,
+    name: str,
+    definition: Definition,
+    now: datetime,
+    *,
+    row: Row[Any] | None = None,
+) -> bool:
+    """Store ``definition`` over the row ``name`` (``row``: that row, if the caller just read
+    it in this transaction). Returns whether anything changed."""
+    row = load_schedule(conn, name) if row is None else row
     timing_changed, payload_changed = _changed(definition, row)
     renamed = definition.name != row.name
     if not (timing_changed or payload_changed or renamed):
@@ -256,7 +264,10 @@ def update_schedule(conn: Connection, name: str, definition: Definition, now: da
             values["enabled"] = False
         elif row.finished_at is not None:
             values["enabled"] = True  # a finished schedule given new timing lives again
-    try:
+    if not renamed:
+        _write(conn, row, values, now)
+        return True
+    try:  # the new name may be taken: keep the transaction usable for the error
         with conn.begin_nested():
             _write(conn, row, values, now)
     except sa.exc.IntegrityError:
