@@ -260,7 +260,7 @@ class DueBatch:
         schedules: list[ScheduleRow],
         beat: str,
         now: datetime,
-        lease_clock: Callable[[Connection], datetime | None] = _server_now,
+        lease_clock: Callable[[Connection], datetime | None],
     ):
         self._lease_clock = lease_clock
         self._conn = connection
@@ -433,6 +433,13 @@ class Store:
         """
         return _server_now(conn) if self._server_clock else None
 
+    def on_lease_clock(
+        self, conn: Connection, now: datetime, lease_until: datetime
+    ) -> tuple[datetime, datetime]:
+        """``now`` and ``lease_until`` (this beat's clock) moved onto :meth:`server_now`."""
+        server = self.server_now(conn)
+        return (now, lease_until) if server is None else (server, server + (lease_until - now))
+
     def close(self) -> None:
         if self._owns_engine:
             self.engine.dispose()
@@ -549,9 +556,7 @@ class Store:
         """
         claimed: list[PublishRequest] = []
         with self.engine.begin() as conn:
-            server = self.server_now(conn)
-            if server is not None:
-                now, lease_until = server, server + (lease_until - now)
+            now, lease_until = self.on_lease_clock(conn, now, lease_until)
             query = (
                 sa.select(*PUBLISH_COLUMNS)
                 .join(S, S.c.id == F.c.schedule_id)

@@ -172,9 +172,9 @@ def release_buffered(
     )
     released: list[PublishRequest] = []
     with store.engine.begin() as conn:
-        server = store.server_now(conn)  # leases are compared on the database's clock
-        if server is not None:
-            lease_until = server + (lease_until - now)
+        # Leases are compared on the database's clock; ``now`` stays this beat's, as the
+        # runs it is compared with were timed by beats and workers.
+        _, lease_until = store.on_lease_clock(conn, now, lease_until)
         for r in conn.execute(query).all():
             limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
             if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:

@@ -17,9 +17,15 @@ from celery import Celery
 from celery.bin.base import CLIContext
 from click.testing import CliRunner, Result
 
+from celery_dbeat.api import Schedules
 from celery_dbeat.cli import dbeat
+from celery_dbeat.clock import FixedClock
+from celery_dbeat.config import Settings
+from celery_dbeat.locks import DatabaseLock
+from celery_dbeat.specs import Every
 from celery_dbeat.store import migrate
 from celery_dbeat.store.queries import Store
+from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc
 
@@ -92,3 +98,23 @@ def utc_now() -> datetime:
 
 def minutes(n: float) -> timedelta:
     return timedelta(minutes=n)
+
+
+def tick_fires(cli: Cli, created: datetime, now: datetime, misfire_policy: str) -> list[str]:
+    """Add the minutely schedule ``tick`` at ``created`` and let one beat tick at ``now`` fire
+    what is due; returns the task ids it published, oldest first."""
+    url = cli.app.conf.dbeat_database_url
+    with Schedules(url, clock=FixedClock(created)) as api:
+        api.add("tick", "proj.tasks.tick", Every(60), misfire_policy=misfire_policy)
+    store = Store(url)
+    sent: list[str] = []
+    ticker = Ticker(
+        store,
+        DatabaseLock(),
+        lambda request, *_: sent.append(request.task_id),
+        Settings.from_mapping({"instance_name": "beat-a"}),
+        FixedClock(now),
+    )
+    ticker.tick()
+    store.close()
+    return sent

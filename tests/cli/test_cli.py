@@ -10,13 +10,9 @@ import pytest
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.config import Settings
 from celery_dbeat.definitions import FORM_FIELDS
-from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.specs import Every
-from celery_dbeat.store.queries import Store
-from celery_dbeat.ticker import Ticker
-from tests.cli.conftest import Cli, minutes, utc_now
+from tests.cli.conftest import Cli, minutes, tick_fires, utc_now
 
 UTC = timezone.utc
 
@@ -438,20 +434,7 @@ def test_show_prints_one_field_per_line(cli: Cli) -> None:
 
 def test_history_shows_the_fires_a_beat_recorded(cli: Cli) -> None:
     now = utc_now()
-    url = cli.app.conf.dbeat_database_url
-    with Schedules(url, clock=FixedClock(now - minutes(10) - timedelta(seconds=30))) as api:
-        api.add("tick", "proj.tasks.tick", Every(60), misfire_policy="skip")
-    store = Store(url)
-    sent: list[str] = []
-    ticker = Ticker(
-        store,
-        DatabaseLock(),
-        lambda request, *_: sent.append(request.task_id),
-        Settings.from_mapping({"instance_name": "beat-a"}),
-        FixedClock(now),
-    )
-    ticker.tick()
-    store.close()
+    sent = tick_fires(cli, now - minutes(10) - timedelta(seconds=30), now, "skip")
 
     fires = json.loads(cli.ok("history", "tick", "--json"))
     table = cli.ok("history", "tick")

@@ -6,16 +6,14 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
-from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.specs import Every
 from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, record_runs
 from celery_dbeat.ticker import Ticker
-from tests.cli.conftest import Cli, minutes, utc_now
+from tests.cli.conftest import Cli, minutes, tick_fires, utc_now
 from tests.cli.test_cli import FIRE_KEYS, columns_align
 
 
@@ -71,21 +69,7 @@ def report(url: str, events: list[RunEvent]) -> None:
 def beat_fires(cli: Cli, now: datetime) -> list[str]:
     """A minutely schedule created 3.5 minutes before ``now`` that one beat tick fires (its
     misfire policy 'all' sends the three slots); returns the task ids, oldest first."""
-    url = cli.app.conf.dbeat_database_url
-    with Schedules(url, clock=FixedClock(now - minutes(3.5))) as api:
-        api.add("tick", "proj.tasks.tick", Every(60), misfire_policy="all")
-    store = Store(url)
-    sent: list[str] = []
-    ticker = Ticker(
-        store,
-        DatabaseLock(),
-        lambda request, *_: sent.append(request.task_id),
-        Settings.from_mapping({"instance_name": "beat-a"}),
-        FixedClock(now),
-    )
-    ticker.tick()
-    store.close()
-    return sent
+    return tick_fires(cli, now - minutes(3.5), now, "all")
 
 
 def test_history_shows_each_runs_status_start_duration_worker_and_error(cli_any: Cli) -> None:

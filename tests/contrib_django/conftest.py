@@ -22,7 +22,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from celery_dbeat.clock import FixedClock
 from tests.services import private_database, unavailable
+
+from .support import START
 
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin"
 TABLES = ("dbeat_fires", "dbeat_schedules", "dbeat_beats")
@@ -197,3 +200,11 @@ def api(site: DjangoSite) -> Any:
     from celery_dbeat.contrib.django import schedules
 
     return schedules()
+
+
+@pytest.fixture
+def clock(api: Any, monkeypatch: pytest.MonkeyPatch) -> FixedClock:
+    """The management API's clock, fixed at START (the admin writes through that API)."""
+    fixed = FixedClock(START)
+    monkeypatch.setattr(api, "clock", fixed)
+    return fixed

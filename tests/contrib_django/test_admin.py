@@ -34,15 +34,6 @@ from .support import (
     text_of,
 )
 
-
-@pytest.fixture
-def clock(api: Any, monkeypatch: pytest.MonkeyPatch) -> FixedClock:
-    """The management API's clock, fixed at START (the admin writes through that API)."""
-    fixed = FixedClock(START)
-    monkeypatch.setattr(api, "clock", fixed)
-    return fixed
-
-
 # The list ----------------------------------------------------------------------------------------
 
 

@@ -28,13 +28,6 @@ from .support import (
 )
 
 
-@pytest.fixture
-def clock(api: Any, monkeypatch: pytest.MonkeyPatch) -> FixedClock:
-    fixed = FixedClock(START)
-    monkeypatch.setattr(api, "clock", fixed)
-    return fixed
-
-
 def test_the_form_stores_the_overlap_policy_and_max_run_time(
     client: Any, api: Any, clock: FixedClock
 ) -> None:
