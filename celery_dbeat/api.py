@@ -302,6 +302,13 @@ class Schedules:
         if self.notifier is not None:
             self.notifier.notify()
 
+    def _now(self, conn: Connection) -> datetime:
+        """When a write happens. This host's clock (a :class:`SystemClock`) gives way to the
+        database server's, which every host shares (:meth:`Store.time_of_record`); any other
+        ``clock`` (a :class:`FixedClock` in tests) is used as given."""
+        now = self.clock.now()
+        return self.store.time_of_record(conn, now) if isinstance(self.clock, SystemClock) else now
+
     def __enter__(self) -> Schedules:
         return self
 
@@ -442,13 +449,13 @@ class Schedules:
             current = create_arguments(row._mapping)
             current.update(changes)
             definition = Definition.create(**current)
-            manage.update_schedule(conn, name, definition, self.clock.now(), row=row)
+            manage.update_schedule(conn, name, definition, self._now(conn), row=row)
         return self.get(changes.get("name", name))
 
     def create(self, definition: Definition) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
         with self._writing() as conn:
-            manage.create_schedule(conn, definition, self.clock.now())
+            manage.create_schedule(conn, definition, self._now(conn))
         return self.get(definition.name)
 
     def replace(self, name: str, definition: Definition) -> ScheduleInfo:
@@ -456,7 +463,7 @@ class Schedules:
         rename when the names differ; ``next_run_at`` recomputed only if the timing changed),
         then its ``enabled`` flag (a resume skips the slots of the pause)."""
         with self._writing() as conn:
-            now = self.clock.now()
+            now = self._now(conn)
             manage.update_schedule(conn, name, definition, now)
             row = manage.load_schedule(conn, definition.name)
             if row.enabled != definition.enabled and row.finished_at is None:
@@ -471,21 +478,21 @@ class Schedules:
 
     def pause(self, name: str) -> ScheduleInfo:
         with self._writing() as conn:
-            manage.set_enabled(conn, name, False, self.clock.now())
+            manage.set_enabled(conn, name, False, self._now(conn))
         return self.get(name)
 
     def resume(self, name: str, *, catch_up: bool = False) -> ScheduleInfo:
         """Resume; the slots that fell inside the pause fire only with ``catch_up=True``, and
         then through the schedule's misfire policy."""
         with self._writing() as conn:
-            manage.set_enabled(conn, name, True, self.clock.now(), catch_up=catch_up)
+            manage.set_enabled(conn, name, True, self._now(conn), catch_up=catch_up)
         return self.get(name)
 
     def trigger(self, name: str) -> str:
         """Fire once now, outside the schedule; returns the task id. A running beat publishes
         it within ``dbeat_max_interval``."""
         with self._writing() as conn:
-            return manage.record_manual_fire(conn, name, self.clock.now())
+            return manage.record_manual_fire(conn, name, self._now(conn))
 
     def add_many(self, definitions: Iterable[Definition]) -> int:
         """Store already validated definitions (from ``Definition.create``) as new schedules, in
@@ -496,7 +503,7 @@ class Schedules:
         if not batch:
             return 0
         with self._writing() as conn:
-            manage.create_schedules(conn, batch, self.clock.now())
+            manage.create_schedules(conn, batch, self._now(conn))
         return len(batch)
 
 

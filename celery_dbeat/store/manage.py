@@ -198,12 +198,13 @@ def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) 
     """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
 
     Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
-    ``next_run_at`` from ``now``; a changed payload keeps it. Several beats may run this at once.
+    ``next_run_at`` from now; a changed payload keeps it. Several beats may run this at once.
+    ``now`` (the caller's clock) gives way to the store's :meth:`~Store.time_of_record`.
     """
     for attempt in range(3):
         try:
             with store.engine.begin() as conn:
-                return _sync_once(conn, definitions, now)
+                return _sync_once(conn, definitions, store.time_of_record(conn, now))
         except (sa.exc.IntegrityError, _Changed):
             if attempt == 2:
                 raise

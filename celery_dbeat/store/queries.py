@@ -433,6 +433,16 @@ class Store:
         """
         return _server_now(conn) if self._server_clock else None
 
+    def time_of_record(self, conn: Connection, local: datetime) -> datetime:
+        """When a write happens, on the clock every host shares: :meth:`server_now`, or
+        ``local`` (the writer's own clock) where there is none.
+
+        Creating or retiming a schedule computes its first slot from this instant. On the
+        writer's clock, a host a few seconds ahead would skip the first slots of a schedule that
+        starts now, and a manual fire's lease would start in the future for the beats.
+        """
+        return self.server_now(conn) or local
+
     def on_lease_clock(
         self, conn: Connection, now: datetime, lease_until: datetime
     ) -> tuple[datetime, datetime]:

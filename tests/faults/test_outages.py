@@ -58,7 +58,7 @@ def _sent_offsets(url: str) -> list[int]:
 def test_beat_rides_out_a_database_outage_and_applies_the_misfire_policy(
     server_database: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    direct = Store(server_database)
+    direct = Store(server_database, server_clock=False)  # the schedule is created at T0
     migrate(direct.engine)
     definition = Definition.create(name="minutely", task="t.minutely", schedule=Every(60))
     sync_config(direct, [definition], T0)

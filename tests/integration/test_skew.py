@@ -1,5 +1,10 @@
 """Beats whose clocks disagree by more than a lease still publish each fire once.
 
+A schedule's first slot is computed from when it is written, and a host's clock ahead by a few
+seconds would skip the first slots of a schedule that starts now (found by the chaos suite: the
+beat 5 s ahead synced ``beat_schedule`` first). Writes are therefore timed on the database
+server's clock, which every host shares.
+
 A lease (how long a recorded fire is left to the beat that recorded it) is written by one beat
 and compared by another. On the beats' own clocks, a beat 5 s ahead sees a 3 s lease of a beat
 that is publishing right now as already over, takes the fire over and publishes it a second time
@@ -14,9 +19,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-from celery_dbeat import Every
-from celery_dbeat.clock import FixedClock
+from celery_dbeat import Cron, Every
+from celery_dbeat.api import Schedules
+from celery_dbeat.clock import FixedClock, SystemClock
 from celery_dbeat.config import Settings
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
@@ -24,7 +31,7 @@ from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
 from celery_dbeat.store import migrate
 from celery_dbeat.store.manage import sync_config
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store.queries import S, Store
 from celery_dbeat.ticker import Ticker
 
 SERVERS = [pytest.param("postgresql", id="postgresql"), pytest.param("mysql", id="mysql")]
@@ -38,7 +45,7 @@ def settings(name: str) -> Settings:
 def due_now(database_url: str) -> tuple[str, datetime]:
     """A database with one schedule due now (real time: the server's clock is real)."""
     now = datetime.now(timezone.utc)
-    store = Store(database_url)
+    store = Store(database_url, server_clock=False)  # created on `now - 10 s`, so due now
     migrate(store.engine)
     every = Definition.create(name="s", task="t.s", schedule=Every(10))
     sync_config(store, [every], now - timedelta(seconds=10))
@@ -107,3 +114,63 @@ def test_a_fire_whose_beat_died_is_taken_over_once_its_lease_is_over_on_the_data
     finally:
         store.close()
     assert len(published) == 1
+
+
+def _start_soon() -> tuple[datetime, Definition]:
+    """A schedule firing every second from 3 s from now (a whole second)."""
+    start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3)
+    every_second = Cron("* * * * * *")
+    return start, Definition.create(name="s", task="t.s", schedule=every_second, start_at=start)
+
+
+@pytest.mark.parametrize("database_url", SERVERS, indirect=True)
+@pytest.mark.parametrize(
+    ("server_clock", "skipped"),
+    [
+        pytest.param(True, 0, id="written-on-the-database-clock"),
+        # The control: on a clock 5 s ahead, the slots up to 2 s after start_at look past.
+        pytest.param(False, 3, id="written-on-the-beats-clock"),
+    ],
+)
+def test_a_beat_five_seconds_ahead_syncing_beat_schedule_keeps_the_first_slots(
+    database_url: str, server_clock: bool, skipped: int
+) -> None:
+    start, definition = _start_soon()
+    store = Store(database_url, server_clock=server_clock)
+    try:
+        migrate(store.engine)
+        ahead = datetime.now(timezone.utc) + timedelta(seconds=5)
+        sync_config(store, [definition], ahead)
+        with store.engine.connect() as conn:
+            first = conn.execute(sa.select(S.c.next_run_at)).scalar_one()
+    finally:
+        store.close()
+    assert first.astimezone(timezone.utc) == start + timedelta(seconds=skipped)
+
+
+class _Ahead(SystemClock):
+    """This host's clock, 5 s ahead (a :class:`SystemClock`, so writes use the server's)."""
+
+    def __init__(self) -> None:
+        super().__init__(timedelta(seconds=5))
+
+
+@pytest.mark.parametrize("database_url", SERVERS, indirect=True)
+def test_an_api_writer_five_seconds_ahead_keeps_the_first_slots_and_triggers_at_once(
+    database_url: str,
+) -> None:
+    start, definition = _start_soon()
+    store = Store(database_url)
+    migrate(store.engine)
+    api = Schedules(store, clock=_Ahead())
+    try:
+        assert api.create(definition).next_run_at == start
+        task_id = api.trigger("s")
+        # A beat on the database clock may take the manual fire now, not 5 s from now.
+        (request,) = store.claim_stale_pending(
+            datetime.now(timezone.utc), datetime.now(timezone.utc), 10
+        )
+        assert request.task_id == task_id
+    finally:
+        api.close()
+        store.close()

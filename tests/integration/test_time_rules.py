@@ -133,7 +133,7 @@ def zoned_store(database_url: str) -> Iterator[Store]:
             if dialect == "postgresql":
                 dbapi_connection.commit()  # else the pool's reset rolls the SET back
 
-    store = Store(engine)
+    store = Store(engine, server_clock=False)  # the test's FixedClock times writes and leases
     migrate(engine)
     yield store
     engine.dispose()
