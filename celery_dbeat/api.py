@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
@@ -440,17 +440,33 @@ class Schedules:
         ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``name`` to
         rename). A timing change recomputes
         ``next_run_at`` from now; other changes keep it."""
-        allowed = set(_EDITABLE)
-        unknown = sorted(set(changes) - allowed)
-        if unknown:
-            raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
+        _check_editable(changes, _EDITABLE)
         with self._writing() as conn:
             row = manage.load_schedule(conn, name)
-            current = create_arguments(row._mapping)
-            current.update(changes)
-            definition = Definition.create(**current)
+            definition = _edited(row, changes)
             manage.update_schedule(conn, name, definition, self._now(conn), row=row)
         return self.get(changes.get("name", name))
+
+    def update_many(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
+        """:meth:`update` for many schedules in one transaction: ``{name: {field: value}}``
+        (no renames); returns how many changed. All or nothing: an unknown name or an invalid
+        value raises (naming the schedule) and nothing is stored. Rows are locked while the
+        batch is written, so edits of the same schedule from elsewhere wait rather than
+        conflict. For bulk edits: a few hundred schedules per call."""
+        for edits in changes.values():
+            _check_editable(edits, _BATCH_EDITABLE)
+        if not changes:
+            return 0
+        with self._writing() as conn:
+            updates = []
+            for row in manage.lock_schedules(conn, builtins.list(changes)):
+                try:
+                    updates.append((row, _edited(row, changes[row.name])))
+                except ValidationError as exc:
+                    raise ValidationError(
+                        exc.field, exc.value, f"{exc.problem} (schedule {row.name!r})"
+                    ) from None
+            return manage.update_schedules(conn, updates, self._now(conn))
 
     def create(self, definition: Definition) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
@@ -509,3 +525,17 @@ class Schedules:
 
 #: What ``update`` may change (``enabled`` has pause and resume).
 _EDITABLE = ("name", *(a for a in CREATE_ARGUMENTS if a != "enabled"))
+_BATCH_EDITABLE = _EDITABLE[1:]
+
+
+def _check_editable(changes: Mapping[str, Any], editable: Sequence[str]) -> None:
+    unknown = sorted(set(changes) - set(editable))
+    if unknown:
+        raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
+
+
+def _edited(row: Row[Any], changes: Mapping[str, Any]) -> Definition:
+    """The definition of ``row`` with ``changes`` applied, validated."""
+    current = create_arguments(row._mapping)
+    current.update(changes)
+    return Definition.create(**current)

@@ -36,12 +36,14 @@ __all__ = [
     "fire_history",
     "list_schedules",
     "load_schedule",
+    "lock_schedules",
     "record_manual_fire",
     "set_enabled",
     "state_counts",
     "sync_config",
     "upcoming_schedules",
     "update_schedule",
+    "update_schedules",
 ]
 
 API_ORIGIN = "api"
@@ -254,18 +256,10 @@ def update_schedule(
     """Store ``definition`` over the row ``name`` (``row``: that row, if the caller just read
     it in this transaction). Returns whether anything changed."""
     row = load_schedule(conn, name) if row is None else row
-    timing_changed, payload_changed = _changed(definition, row)
-    renamed = definition.name != row.name
-    if not (timing_changed or payload_changed or renamed):
+    values = _updated_columns(definition, row, now)
+    if values is None:
         return False
-    values = dict(definition.columns(), name=definition.name)
-    if timing_changed:
-        values.update(_retimed(definition, row, now))
-        if values["next_run_at"] is None:
-            values["enabled"] = False
-        elif row.finished_at is not None:
-            values["enabled"] = True  # a finished schedule given new timing lives again
-    if not renamed:
+    if definition.name == row.name:
         _write(conn, row, values, now)
         return True
     try:  # the new name may be taken: keep the transaction usable for the error
@@ -274,6 +268,57 @@ def update_schedule(
     except sa.exc.IntegrityError:
         raise ScheduleExists(definition.name) from None
     return True
+
+
+def _updated_columns(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any] | None:
+    """The columns that store ``definition`` over ``row``; ``None`` if nothing changed."""
+    timing_changed, payload_changed = _changed(definition, row)
+    if not (timing_changed or payload_changed or definition.name != row.name):
+        return None
+    values = dict(definition.columns(), name=definition.name)
+    if timing_changed:
+        values.update(_retimed(definition, row, now))
+        if values["next_run_at"] is None:
+            values["enabled"] = False
+        elif row.finished_at is not None:
+            values["enabled"] = True  # a finished schedule given new timing lives again
+    return values
+
+
+def lock_schedules(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
+    """The rows ``names``, locked against other writers until the transaction ends (in id
+    order, so that two batches never wait on each other in a cycle)."""
+    wanted = sorted(set(names))
+    query = sa.select(S).where(S.c.name.in_(wanted)).order_by(S.c.id)
+    if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
+        query = query.with_for_update()
+    rows = list(conn.execute(query))
+    if len(rows) < len(wanted):
+        found = {r.name for r in rows}
+        raise ScheduleNotFound(next(n for n in wanted if n not in found))
+    return rows
+
+
+def update_schedules(
+    conn: Connection, updates: Sequence[tuple[Row[Any], Definition]], now: datetime
+) -> int:
+    """Store each definition over its row (rows from :func:`lock_schedules`, no renames), with
+    one ``executemany`` per set of changed columns. Returns how many rows changed."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row, definition in updates:
+        if definition.name != row.name:
+            raise ValidationError("name", definition.name, "cannot be changed in a batch update")
+        values = _updated_columns(definition, row, now)
+        if values is not None:
+            groups.setdefault(tuple(sorted(values)), []).append({"_row_id": row.id, **values})
+    statement = (
+        sa.update(S)
+        .where(S.c.id == sa.bindparam("_row_id"))
+        .values(updated_at=now, version=S.c.version + 1)
+    )
+    for params in groups.values():
+        conn.execute(statement, params)
+    return sum(len(params) for params in groups.values())
 
 
 def set_enabled(
