@@ -24,7 +24,6 @@ import subprocess
 import sys
 import threading
 import time
-from bisect import bisect_left
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -163,6 +162,9 @@ def steady(
 def _effect_delays(
     edits: list[list[Any]], fires: list[tuple[float, float, list[Any]]]
 ) -> dict[str, Any]:
+    """For every fire, the edits of its schedule committed before it was seen and after the
+    edit whose args it carries (by commit order: two editors' batches may commit in the other
+    order than their stamps); a fire that missed one is stale by ``seen - that commit``."""
     by_name: dict[str, list[tuple[float, float]]] = defaultdict(list)  # name -> (commit, stamp)
     for name, stamp, committed in edits:
         by_name[name].append((committed, stamp))
@@ -172,10 +174,10 @@ def _effect_delays(
     for seen, _, args in fires:
         if not args or args[0] not in by_name:
             continue
-        carried = float(args[1]) if len(args) > 1 else 0.0
         history = by_name[args[0]]
-        committed_before = history[: bisect_left(history, (seen, 0.0))]
-        missed = [c for c, stamp in committed_before if stamp > carried]
+        carried = float(args[1]) if len(args) > 1 else None
+        carried_commit = next((c for c, stamp in history if stamp == carried), float("-inf"))
+        missed = [c for c, _ in history if carried_commit < c < seen]
         if missed:
             delays.append(seen - min(missed))
     return {

@@ -15,7 +15,9 @@ means in UTC, so DST behaviour is ours (``SEMANTICS.md``), not the library's:
 
 from __future__ import annotations
 
+import copy
 import enum
+import functools
 import heapq
 import re
 from collections.abc import Iterator
@@ -180,6 +182,19 @@ class CronSpec:
         dst_fold: str | DstFold | None = None,
         days: str | None = None,
     ) -> CronSpec:
+        # Beat plans every fire from the stored columns: parsing (croniter's expansion) was
+        # most of a fire's planning time, and a deployment has few distinct expressions.
+        return _parse(expr, tz, dst_gap, dst_fold, days)
+
+    @classmethod
+    def _parse(
+        cls,
+        expr: str,
+        tz: str,
+        dst_gap: str | DstGap | None,
+        dst_fold: str | DstFold | None,
+        days: str | None,
+    ) -> CronSpec:
         fields = _normalise(expr)
         zone = load_zone(tz)
         if days not in (None, "any", "all"):
@@ -217,7 +232,10 @@ class CronSpec:
         local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self._lookback(
             after
         )
-        walker = croniter(" ".join(self.fields), local_start, day_or=self.day_or)
+        # A copy of the parsed expression, moved to the start (``set_current``): parsing it
+        # again costs several times the few steps a walk usually takes.
+        walker = copy.copy(_expanded(self.fields, self.day_or))
+        walker.set_current(local_start, force=True)
         pending: list[datetime] = []
         last: datetime | None = None
         while True:
@@ -305,3 +323,21 @@ class CronSpec:
             else:
                 hi = mid
         return low + timedelta(seconds=lo)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(
+    expr: str,
+    tz: str,
+    dst_gap: str | DstGap | None,
+    dst_fold: str | DstFold | None,
+    days: str | None,
+) -> CronSpec:
+    """:meth:`CronSpec.parse`, remembered (a ``CronSpec`` is immutable; errors are not cached)."""
+    return CronSpec._parse(expr, tz, dst_gap, dst_fold, days)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expanded(fields: tuple[str, ...], day_or: bool) -> croniter:
+    """A parsed expression for :meth:`CronSpec.slots_after` to copy; never walked itself."""
+    return croniter(" ".join(fields), datetime(2000, 1, 1), day_or=day_or)
