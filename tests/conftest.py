@@ -17,10 +17,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     chaos_summary.print_table(terminalreporter)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Under pytest-xdist's --dist loadgroup (run-tests.sh), tests that start real beat and
     # worker processes run one after another on one worker, beside the in-process tests on the
-    # other: at most one set of celery processes competes for the two cores at a time.
+    # other: at most one set of celery processes competes for the two cores at a time. First,
+    # so that xdist's own hook (which reads the group into the node id) sees the marker.
     for item in items:
         if item.get_closest_marker("e2e") is not None:
             item.add_marker(pytest.mark.xdist_group("processes"))

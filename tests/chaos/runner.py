@@ -12,12 +12,19 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from celery import Celery
+
+from celery_dbeat.beat_schedule import definitions_from_app
+from celery_dbeat.store import migrate
+from celery_dbeat.store.manage import sync_config
+from celery_dbeat.store.queries import Store
 from tests.chaos.services import PostgresCluster, RedisServer
 from tests.chaos.truth import Message, Outcome, Slot, hms, judge
-from tests.e2e.app import received_key
+from tests.e2e.app import beat_schedule, received_key
 from tests.e2e.harness import DeadlineExceeded, Event, Harness, Proc
 from tests.proxy import Proxy
 
@@ -65,8 +72,20 @@ class Chaos:
     # set-up -----------------------------------------------------------------------------------
 
     def configure(self, schedules: Mapping[str, dict[str, Any]], **settings: Any) -> None:
+        """The scenario's schedules and settings; the schedules are stored at once, as the
+        beats will sync them (``beat_schedule``), so they exist before their ``start_at`` however
+        long the processes take to start (a schedule created after its ``start_at`` rightly
+        skips the slots before its creation)."""
         self.schedules = dict(schedules)
         self.harness.configure(self.schedules, redis_locks=True, **settings)
+        config = Celery("dbeat_chaos_setup", set_as_current=False)
+        config.conf.beat_schedule = beat_schedule(self.schedules)
+        store = Store(self.harness.database_url)
+        try:
+            migrate(store.engine)
+            sync_config(store, definitions_from_app(config), datetime.now(timezone.utc))
+        finally:
+            store.close()
 
     @staticmethod
     def start_at(lead: float) -> float:

@@ -254,10 +254,9 @@ def test_beats_with_clocks_skewed_by_five_seconds(chaos: ChaosFactory) -> None:
     t0 = run.start_at(LEAD)
     end = t0 + FIRING
     run.configure(fast_schedules(t0))
-    # The fast beat starts first and creates the schedules (syncing beat_schedule): on its own
-    # clock it skipped their first slots (found here; writes are timed on the database clock).
-    run.start([("fast", {"clock_offset": 5})])
-    run.start([("slow", {"clock_offset": -5}), ("on-time", {})], worker=False)
+    # The schedules exist before the beats start (Chaos.configure). A beat ahead that syncs
+    # them first used to skip their first slots (found here): tests/integration/test_skew.py.
+    run.start([("slow", {"clock_offset": -5}), ("on-time", {}), ("fast", {"clock_offset": 5})])
     # The beat whose clock is ahead fires every slot first, so the others are taken down in
     # turn (SIGKILL, then a new process with the same clock) and each clock gets the work.
     procs = {p.name: p for p in run.harness.beats()}

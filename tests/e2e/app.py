@@ -60,13 +60,14 @@ def ready_key(prefix: str) -> str:
     return f"{prefix}e2e:ready"
 
 
-def _beat_schedule() -> dict[str, dict[str, Any]]:
-    if not SCHEDULES:
+def beat_schedule(schedules: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``beat_schedule`` entries of ``DBEAT_E2E_SCHEDULES``-style ``schedules``."""
+    if not schedules:
         return {}
     from celery_dbeat import Cron, Every
 
     entries: dict[str, dict[str, Any]] = {}
-    for name, spec in SCHEDULES.items():
+    for name, spec in schedules.items():
         if "cron" in spec:
             schedule: Any = Cron(spec["cron"], timezone=spec.get("timezone", "UTC"))
         else:
@@ -95,7 +96,7 @@ app.conf.update(
     worker_enable_remote_control=False,
     timezone="UTC",
     enable_utc=True,
-    beat_schedule=_beat_schedule(),
+    beat_schedule=beat_schedule(SCHEDULES),
     **SETTINGS,
 )
 
