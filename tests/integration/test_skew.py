@@ -116,9 +116,9 @@ def test_a_fire_whose_beat_died_is_taken_over_once_its_lease_is_over_on_the_data
     assert len(published) == 1
 
 
-def _start_soon() -> tuple[datetime, Definition]:
-    """A schedule firing every second from 3 s from now (a whole second)."""
-    start = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3)
+def _start_soon(now: datetime) -> tuple[datetime, Definition]:
+    """A schedule firing every second from 3 s after ``now`` (a whole second)."""
+    start = now.replace(microsecond=0) + timedelta(seconds=3)
     every_second = Cron("* * * * * *")
     return start, Definition.create(name="s", task="t.s", schedule=every_second, start_at=start)
 
@@ -135,12 +135,12 @@ def _start_soon() -> tuple[datetime, Definition]:
 def test_a_beat_five_seconds_ahead_syncing_beat_schedule_keeps_the_first_slots(
     database_url: str, server_clock: bool, skipped: int
 ) -> None:
-    start, definition = _start_soon()
+    now = datetime.now(timezone.utc)
+    start, definition = _start_soon(now)
     store = Store(database_url, server_clock=server_clock)
     try:
         migrate(store.engine)
-        ahead = datetime.now(timezone.utc) + timedelta(seconds=5)
-        sync_config(store, [definition], ahead)
+        sync_config(store, [definition], now + timedelta(seconds=5))
         with store.engine.connect() as conn:
             first = conn.execute(sa.select(S.c.next_run_at)).scalar_one()
     finally:
@@ -159,7 +159,7 @@ class _Ahead(SystemClock):
 def test_an_api_writer_five_seconds_ahead_keeps_the_first_slots_and_triggers_at_once(
     database_url: str,
 ) -> None:
-    start, definition = _start_soon()
+    start, definition = _start_soon(datetime.now(timezone.utc))
     store = Store(database_url)
     migrate(store.engine)
     api = Schedules(store, clock=_Ahead())
