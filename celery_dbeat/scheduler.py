@@ -48,6 +48,8 @@ class Scheduler(celery_beat.Scheduler):
         self._ticker: Ticker | None = None
         self._listener: ChangeListener | None = None
         self._closed = False
+        self._ticking = False
+        self._cleaned_up = False
         if not kwargs.get("max_interval"):
             kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
         super().__init__(app, lazy=lazy, **kwargs)
@@ -123,6 +125,13 @@ class Scheduler(celery_beat.Scheduler):
                 )
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
+        self._ticking = True
+        try:
+            return self._tick()
+        finally:
+            self._ticking = False
+
+    def _tick(self) -> float:
         assert self._ticker is not None, "setup_schedule() was not called"
         self._stop_if_closed()
         if not self._prepared:
@@ -151,6 +160,13 @@ class Scheduler(celery_beat.Scheduler):
 
     def close(self) -> None:
         self._closed = True
+        if self._ticking or self._cleaned_up:
+            # Celery's SIGTERM handler calls close() wherever the main thread is, then raises
+            # SystemExit. In the middle of a tick, a transaction may hold the very locks the
+            # clean-up needs (SQLite's write lock, this beat's heartbeat row), and the clean-up
+            # would wait on itself; Celery closes again once SystemExit has unwound the tick.
+            return
+        self._cleaned_up = True
         try:
             super().close()
         finally:
