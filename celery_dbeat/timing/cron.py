@@ -183,8 +183,12 @@ class CronSpec:
         days: str | None = None,
     ) -> CronSpec:
         # Beat plans every fire from the stored columns: parsing (croniter's expansion) was
-        # most of a fire's planning time, and a deployment has few distinct expressions.
-        return _parse(expr, tz, dst_gap, dst_fold, days)
+        # most of a fire's planning time, and a deployment has few distinct expressions. Only
+        # hashable (well-typed) arguments can be remembered; the others get their error.
+        arguments = (expr, tz, dst_gap, dst_fold, days)
+        if all(value is None or isinstance(value, str) for value in arguments):
+            return _parsed(*arguments)
+        return cls._parse(*arguments)
 
     @classmethod
     def _parse(
@@ -325,16 +329,9 @@ class CronSpec:
         return low + timedelta(seconds=lo)
 
 
-@functools.lru_cache(maxsize=4096)
-def _parse(
-    expr: str,
-    tz: str,
-    dst_gap: str | DstGap | None,
-    dst_fold: str | DstFold | None,
-    days: str | None,
-) -> CronSpec:
-    """:meth:`CronSpec.parse`, remembered (a ``CronSpec`` is immutable; errors are not cached)."""
-    return CronSpec._parse(expr, tz, dst_gap, dst_fold, days)
+#: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;
+#: errors are not cached).
+_parsed = functools.lru_cache(maxsize=4096)(CronSpec._parse)
 
 
 @functools.lru_cache(maxsize=4096)

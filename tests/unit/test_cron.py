@@ -694,10 +694,14 @@ def test_the_start_instant_may_be_given_in_any_zone() -> None:
         pytest.param(
             "0 0 * * *", "UTC", {"dst_fold": "twice"}, "dst_fold", "both", id="bad-dst-fold"
         ),
+        # Unhashable values, which the parse cache must not see.
+        pytest.param(["0 0 * * *"], "UTC", {}, "cron", "cron expression", id="list-as-cron"),
+        pytest.param("0 0 * * *", {"zone": "UTC"}, {}, "timezone", "IANA", id="dict-as-zone"),
+        pytest.param("0 0 * * *", "UTC", {"dst_gap": ["skip"]}, "dst_gap", "gap", id="list-gap"),
     ],
 )
 def test_bad_cron_specs_are_rejected_naming_the_field_and_value(
-    expr: str, zone: str, overrides: dict[str, str], field: str, fragment: str
+    expr: Any, zone: Any, overrides: dict[str, Any], field: str, fragment: str
 ) -> None:
     with pytest.raises(ValidationError) as caught:
         CronSpec.parse(expr, zone, **overrides)
