@@ -451,8 +451,9 @@ class Schedules:
         """:meth:`update` for many schedules in one transaction: ``{name: {field: value}}``
         (no renames); returns how many changed. All or nothing: an unknown name or an invalid
         value raises (naming the schedule) and nothing is stored. Rows are locked while the
-        batch is written, so edits of the same schedule from elsewhere wait rather than
-        conflict. For bulk edits: a few hundred schedules per call."""
+        batch is written: another batch touching them waits and loses nothing; an
+        :meth:`update` racing it fails with "try again". For bulk edits: a few hundred
+        schedules per call."""
         for edits in changes.values():
             _check_editable(edits, _BATCH_EDITABLE)
         if not changes:
