@@ -92,13 +92,16 @@ def herd_table(rows: list[dict[str, Any]]) -> str:
 
 def other_table(rows: list[dict[str, Any]]) -> str:
     lines = ["| scenario | N | figures |", "|---|---|---|"]
+    lags = [
+        ("fires_per_s", "fires/s", ".0f"),
+        ("lag_p50_s", "s lag p50", ".3f"),
+        ("lag_p99_s", "s lag p99", ".3f"),
+        ("lag_max_s", "s lag max", ".3f"),
+    ]
     keys = {
         "load": [("load_s", "s to store cron schedules through Schedules.add_many", ".1f")],
         "steady": [
-            ("fires_per_s", "fires/s", ".0f"),
-            ("lag_p50_s", "s lag p50", ".3f"),
-            ("lag_p99_s", "s lag p99", ".3f"),
-            ("lag_max_s", "s lag max", ".3f"),
+            *lags,
             ("beat_cpu_s", "s beat CPU", ".1f"),
             ("seconds", "s measured", ".0f"),
             ("peak_rss_mb", "MiB peak RSS", ".0f"),
@@ -106,10 +109,7 @@ def other_table(rows: list[dict[str, Any]]) -> str:
         "edits": [
             ("edits_per_s", "edits/s", ".0f"),
             ("edit_conflicts", "edit conflicts", ""),
-            ("fires_per_s", "fires/s", ".0f"),
-            ("lag_p50_s", "s lag p50", ".3f"),
-            ("lag_p99_s", "s lag p99", ".3f"),
-            ("lag_max_s", "s lag max", ".3f"),
+            *lags,
             ("effect_delay_max_s", "s longest edit-to-effect", ".3f"),
             ("stale_over_1s", "fires > 1 s stale", ""),
         ],

@@ -306,8 +306,7 @@ def update_schedules(
     one ``executemany`` per set of changed columns. Returns how many rows changed."""
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row, definition in updates:
-        if definition.name != row.name:
-            raise ValidationError("name", definition.name, "cannot be changed in a batch update")
+        assert definition.name == row.name, "no renames in a batch (Schedules.update_many)"
         values = _updated_columns(definition, row, now)
         if values is not None:
             groups.setdefault(tuple(sorted(values)), []).append({"_row_id": row.id, **values})

@@ -260,7 +260,7 @@ class DueBatch:
         schedules: list[ScheduleRow],
         beat: str,
         now: datetime,
-        lease_clock: Callable[[Connection], datetime | None],
+        lease_clock: Callable[[Connection, datetime], datetime],
     ):
         self._lease_clock = lease_clock
         self._conn = connection
@@ -278,7 +278,7 @@ class DueBatch:
 
     def lease_until(self, now: datetime, lease: timedelta) -> datetime:
         """When a lease taken now ends, on the clock every beat compares leases with."""
-        return (self._lease_clock(self._conn) or now) + lease
+        return self._lease_clock(self._conn, now) + lease
 
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
@@ -422,33 +422,27 @@ class Store:
         # has no row locks; its writers are serialised by BEGIN IMMEDIATE instead.
         self._skip_locked = dialect.name in ("postgresql", "mysql", "mariadb")
 
-    def server_now(self, conn: Connection) -> datetime | None:
-        """The database server's clock, on which leases are taken and compared; ``None`` on
-        SQLite (beats sharing a file share a host and its clock) or with ``server_clock=False``
-        (tests that move a fake clock past leases).
-
-        A lease (how long a fire is left to the beat that recorded it) is written by one beat
-        and compared by others: on the beats' own clocks, a beat ahead by more than a lease
-        would take over fires another beat is publishing right now.
-        """
-        return _server_now(conn) if self._server_clock else None
-
     def time_of_record(self, conn: Connection, local: datetime) -> datetime:
-        """When a write happens, on the clock every host shares: :meth:`server_now`, or
-        ``local`` (the writer's own clock) where there is none.
+        """Now, on the clock every host shares: the database server's; ``local`` (the caller's
+        clock) on SQLite (beats sharing a file share a host and its clock) or with
+        ``server_clock=False`` (tests that move a fake clock past leases).
 
-        Creating or retiming a schedule computes its first slot from this instant. On the
-        writer's clock, a host a few seconds ahead would skip the first slots of a schedule that
-        starts now, and a manual fire's lease would start in the future for the beats.
+        Leases (how long a fire is left to the beat that recorded it) are taken and compared on
+        it: on the beats' own clocks, a beat ahead by more than a lease would take over fires
+        another beat is publishing right now. So are schedule writes: a new or retimed
+        schedule's first slot is computed from this instant, and on the writer's clock a host a
+        few seconds ahead would skip the first slots of a schedule that starts now.
         """
-        return self.server_now(conn) or local
+        if not self._server_clock:
+            return local
+        return _server_now(conn) or local
 
     def on_lease_clock(
         self, conn: Connection, now: datetime, lease_until: datetime
     ) -> tuple[datetime, datetime]:
-        """``now`` and ``lease_until`` (this beat's clock) moved onto :meth:`server_now`."""
-        server = self.server_now(conn)
-        return (now, lease_until) if server is None else (server, server + (lease_until - now))
+        """``now`` and ``lease_until`` (this beat's clock) moved onto :meth:`time_of_record`."""
+        server = self.time_of_record(conn, now)
+        return server, server + (lease_until - now)
 
     def close(self) -> None:
         if self._owns_engine:
@@ -507,7 +501,7 @@ class Store:
                 if self._skip_locked:
                     query = query.with_for_update(skip_locked=True)
                 rows += [ScheduleRow.from_row(r) for r in conn.execute(query)]
-            yield DueBatch(conn, rows, beat, now, self.server_now)
+            yield DueBatch(conn, rows, beat, now, self.time_of_record)
 
     # Heartbeats ------------------------------------------------------------------------------
 
@@ -561,7 +555,7 @@ class Store:
         """Take over recorded fires whose recording beat did not publish them in time.
 
         ``now`` and ``lease_until`` are on this beat's clock; on a database server they are
-        moved onto the server's clock (:func:`server_now`) before they are compared with
+        moved onto the server's clock (:meth:`time_of_record`) before they are compared with
         leases other beats wrote.
         """
         claimed: list[PublishRequest] = []
