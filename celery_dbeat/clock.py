@@ -10,9 +10,11 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
-__all__ = ["Clock", "FixedClock", "SystemClock", "utc"]
+__all__ = ["Clock", "FixedClock", "SharedClock", "SystemClock", "utc"]
 
 utc = timezone.utc
+#: How fast a host's monotonic clock may drift from true time (100 ppm, a poor crystal).
+MONOTONIC_DRIFT = 1e-4
 
 
 class Clock(Protocol):
@@ -60,3 +62,52 @@ class FixedClock:
 
     def set(self, now: datetime) -> None:
         self.advance(now.astimezone(utc) - self._now)
+
+
+class SharedClock:
+    """The clock every beat shares (the database server's), carried on this host's monotonic
+    clock between readings.
+
+    Each :meth:`observe` takes a reading of the reference clock with the monotonic instants
+    before and after it was taken; :meth:`now` is that reading plus the monotonic time elapsed
+    since the midpoint of the round trip (so it is off by at most half the round trip). A new
+    reading replaces the current one unless the current one, aged by the drift a monotonic
+    clock may have (:data:`MONOTONIC_DRIFT`), is still the more precise. So a host whose wall
+    clock is wrong, or is stepped (NTP, a resumed VM), neither fires early nor skips: its wall
+    clock is not read once a reading exists. Until the first reading, ``now`` is the local
+    clock's.
+    """
+
+    def __init__(self, local: Clock) -> None:
+        self.local = local
+        self._reading: datetime | None = None
+        self._read_at = 0.0
+        self._uncertainty = 0.0
+
+    @property
+    def synced(self) -> bool:
+        return self._reading is not None
+
+    def observe(self, reading: datetime, sent: float, received: float) -> None:
+        """A reading of the reference clock, taken between monotonic instants ``sent`` and
+        ``received``."""
+        uncertainty = (received - sent) / 2
+        if self._reading is not None:
+            aged = self._uncertainty + (received - self._read_at) * MONOTONIC_DRIFT
+            if uncertainty > aged:
+                return
+        self._reading = reading.astimezone(utc)
+        self._read_at = (sent + received) / 2
+        self._uncertainty = uncertainty
+
+    def offset(self) -> timedelta:
+        """How far the reference clock is ahead of the local wall clock."""
+        return self.now() - self.local.now()
+
+    def now(self) -> datetime:
+        if self._reading is None:
+            return self.local.now()
+        return self._reading + timedelta(seconds=self.local.monotonic() - self._read_at)
+
+    def monotonic(self) -> float:
+        return self.local.monotonic()

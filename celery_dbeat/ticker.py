@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 
 from . import __version__
-from .clock import Clock
+from .clock import Clock, SharedClock
 from .config import Settings
 from .locks import FireKey, FireLock
 from .metrics import NO_METRICS, Metrics
@@ -54,7 +54,9 @@ Publisher = Callable[[PublishRequest, list[Any], dict[str, Any], dict[str, Any]]
 
 _BUSY_RETRY = 0.5  # seconds before looking again at due rows other beats are working on
 _MAX_OUTAGE_BACKOFF = 30.0
-_PRUNE_EVERY = 60.0  # seconds between history prunes of one beat
+_PRUNE_EVERY = 60.0
+#: A host clock this far from the database server's is logged (once per episode).
+_SKEW_WARNING = 1.0  # seconds between history prunes of one beat
 #: How far back the last-success metric looks when beat starts.
 _SUCCESS_LOOKBACK = timedelta(hours=1)
 
@@ -73,7 +75,11 @@ class Ticker:
         self.lock = lock
         self.publish = publish
         self.settings = settings
-        self.clock = clock
+        #: "Now" for every decision is the database server's clock, carried on this host's
+        #: monotonic clock between readings (:class:`SharedClock`): a beat whose wall clock is
+        #: wrong or stepped neither fires early nor skips slots. Local on SQLite, whose beats
+        #: share a host.
+        self.clock = SharedClock(clock)
         self.metrics = metrics
         self.rules = settings.misfire_rules
         self.beat = settings.instance_name
@@ -85,6 +91,7 @@ class Ticker:
         self._db_retry_at = 0.0
         self._db_backoff = 1.0
         self._broken: dict[int, str] = {}
+        self._skewed = False
         self._identity = {
             "name": self.beat,
             "hostname": socket.gethostname(),
@@ -102,11 +109,13 @@ class Ticker:
         if self._db_down_since is not None and mono < self._db_retry_at:
             return min(self._db_retry_at - mono, max_sleep)
         try:
+            if not self.clock.synced and self.store.has_server_clock:
+                self._read_clock()
             if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
                 self._last_recovery = mono
                 self.housekeeping()
             busy = self.fire_due()
-            earliest, needs_compute = self.store.peek()
+            earliest, needs_compute = self._read_clock()
             self.metrics.tick(self.clock.monotonic() - mono)
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
             if _is_conflict(exc):
@@ -127,6 +136,31 @@ class Ticker:
         if earliest is None:
             return max_sleep
         return min((earliest - self.clock.now()).total_seconds(), max_sleep)
+
+    def _read_clock(self) -> tuple[datetime | None, bool]:
+        """Peek at what is due next; the same query reads the database server's clock."""
+        sent = self.clock.monotonic()
+        peek = self.store.peek()
+        if peek.server_now is not None:
+            self.clock.observe(peek.server_now, sent, self.clock.monotonic())
+            self._check_skew()
+        return peek.earliest, peek.needs_compute
+
+    def _check_skew(self) -> None:
+        # Harmless now that due times follow the database server, but worth an operator's look
+        # (log times, and other software on the host, still follow the host's clock).
+        skew = self.clock.offset().total_seconds()
+        skewed = abs(skew) >= _SKEW_WARNING
+        if skewed and not self._skewed:
+            logger.warning(
+                "dbeat: this host's clock is %.1f s %s the database server's; due times follow "
+                "the database server's clock",
+                abs(skew),
+                "behind" if skew > 0 else "ahead of",
+            )
+        elif self._skewed and not skewed:
+            logger.info("dbeat: this host's clock agrees with the database server's again")
+        self._skewed = skewed
 
     def fire_due(self) -> bool:
         """Record and publish everything due now. True if due rows were left to other beats

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
@@ -31,6 +31,7 @@ __all__ = [
     "DueBatch",
     "F",
     "NewFire",
+    "Peek",
     "PublishRequest",
     "S",
     "ScheduleRow",
@@ -237,18 +238,42 @@ PUBLISH_COLUMNS = [
 ]
 
 
+def _server_clock(dialect: str) -> sa.ColumnElement[Any] | None:
+    """The database server's clock as a column (``None`` on SQLite): a reading costs no round
+    trip of its own when added to a query the caller makes anyway."""
+    if dialect == "postgresql":
+        return sa.func.clock_timestamp()
+    if dialect in ("mysql", "mariadb"):
+        # DATETIME(6) columns hold naive UTC; so does UTC_TIMESTAMP, whatever the session zone.
+        return sa.func.utc_timestamp(6)
+    return None
+
+
+def _as_utc(value: datetime) -> datetime:
+    # MySQL/MariaDB return naive UTC, PostgreSQL an aware timestamp.
+    return (
+        value.replace(tzinfo=timezone.utc)
+        if value.tzinfo is None
+        else value.astimezone(timezone.utc)
+    )
+
+
 def _server_now(conn: Connection) -> datetime | None:
     """The database server's clock (UTC), or ``None`` on SQLite."""
-    dialect = conn.dialect.name
-    if dialect == "postgresql":
-        value = conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one()
-    elif dialect in ("mysql", "mariadb"):
-        # DATETIME(6) columns hold naive UTC; so does UTC_TIMESTAMP, whatever the session zone.
-        value = conn.execute(sa.text("SELECT UTC_TIMESTAMP(6)")).scalar_one()
-        value = value.replace(tzinfo=timezone.utc)
-    else:
+    clock = _server_clock(conn.dialect.name)
+    if clock is None:
         return None
-    return cast(datetime, value).astimezone(timezone.utc)
+    return _as_utc(conn.execute(sa.select(clock)).scalar_one())
+
+
+class Peek(NamedTuple):
+    """What :meth:`Store.peek` saw: when the earliest schedule is due, whether some need a
+    recompute, and the database server's clock (``None`` on SQLite or without
+    ``server_clock``)."""
+
+    earliest: datetime | None
+    needs_compute: bool
+    server_now: datetime | None = None
 
 
 class DueBatch:
@@ -437,6 +462,11 @@ class Store:
             return local
         return _server_now(conn) or local
 
+    @property
+    def has_server_clock(self) -> bool:
+        """Whether :meth:`time_of_record` (and :meth:`peek`) read the database server's clock."""
+        return self._server_clock and _server_clock(self.engine.dialect.name) is not None
+
     def on_lease_clock(
         self, conn: Connection, now: datetime, lease_until: datetime
     ) -> tuple[datetime, datetime]:
@@ -450,8 +480,9 @@ class Store:
 
     # The beat's read path -------------------------------------------------------------------
 
-    def peek(self) -> tuple[datetime | None, bool]:
-        """``(when the earliest enabled schedule is due, whether some need a recompute)``."""
+    def peek(self) -> Peek:
+        """When the earliest enabled schedule is due, whether some need a recompute, and (in
+        the same query) a reading of the clock of record (see :meth:`time_of_record`)."""
         plain = sa.select(sa.func.min(S.c.next_run_at)).where(
             S.c.enabled == sa.true(), S.c.due_at.is_(None)
         )
@@ -462,11 +493,14 @@ class Store:
             S.c.next_run_at.is_(None),
             S.c.last_error.is_(None),
         )
-        query = sa.select(plain.scalar_subquery(), jittered.scalar_subquery(), needs)
+        columns: list[Any] = [plain.scalar_subquery(), jittered.scalar_subquery(), needs]
+        clock = _server_clock(self.engine.dialect.name) if self._server_clock else None
+        if clock is not None:
+            columns.append(clock)
         with self.engine.connect() as conn:
-            row = conn.execute(query).one()
+            row = conn.execute(sa.select(*columns)).one()
         earliest = min((t for t in row[:2] if t is not None), default=None)
-        return earliest, bool(row[2])
+        return Peek(earliest, bool(row[2]), None if clock is None else _as_utc(row[3]))
 
     @contextmanager
     def claim_due(self, now: datetime, limit: int, beat: str) -> Iterator[DueBatch]:

@@ -84,6 +84,17 @@ def beat_schedule(schedules: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     return entries
 
 
+if "faketime" in os.environ.get("LD_PRELOAD", ""):
+    # libfaketime 0.9.10 with FAKETIME_DONT_FAKE_MONOTONIC (a wall clock that is wrong or
+    # steps while the monotonic clock runs true, as on a real host) fails clock_nanosleep, which
+    # time.sleep uses, with EINVAL; select's timeout is unaffected.
+    import select
+
+    def _sleep(seconds: float) -> None:
+        select.select([], [], [], max(0.0, seconds))
+
+    time.sleep = _sleep
+
 app = Celery("dbeat_e2e")
 app.conf.update(
     broker_url=BROKER_URL,

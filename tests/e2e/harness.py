@@ -68,6 +68,8 @@ class Proc:
     #: False once the harness killed or stopped it on purpose.
     expect_alive: bool = True
     paused: bool = False
+    #: Environment variables added for this process.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def pid(self) -> int:
@@ -155,7 +157,14 @@ class Harness:
         )
         return env
 
-    def _spawn(self, name: str, role: str, args: list[str], overrides: dict[str, Any]) -> Proc:
+    def _spawn(
+        self,
+        name: str,
+        role: str,
+        args: list[str],
+        overrides: dict[str, Any],
+        env: Mapping[str, str] | None = None,
+    ) -> Proc:
         starts = sum(1 for p in self.procs if p.name == name)
         stem = f"{name}.{starts}" if starts else name
         log_path = self.tmp_path / f"{stem}.log"
@@ -165,15 +174,18 @@ class Harness:
             popen = subprocess.Popen(
                 argv,
                 cwd=REPO_ROOT,
-                env=self._env(
-                    overrides, self.beat_broker_url if role == "beat" else self.broker_url
-                ),
+                env={
+                    **self._env(
+                        overrides, self.beat_broker_url if role == "beat" else self.broker_url
+                    ),
+                    **(env or {}),
+                },
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        proc = Proc(name, role, popen, log_path, overrides, time.time())
+        proc = Proc(name, role, popen, log_path, overrides, time.time(), env=dict(env or {}))
         self.procs.append(proc)
         self.events.append(Event("start", name, proc.started_at))
         return proc
@@ -190,8 +202,11 @@ class Harness:
         ]
         return self._spawn("worker", "worker", args, {})
 
-    def start_beat(self, name: str, **settings: Any) -> Proc:
-        """A beat whose ``dbeat_instance_name`` is ``name``; ``settings`` override (no prefix)."""
+    def start_beat(
+        self, name: str, *, env: Mapping[str, str] | None = None, **settings: Any
+    ) -> Proc:
+        """A beat whose ``dbeat_instance_name`` is ``name``; ``settings`` override (no prefix),
+        ``env`` adds environment variables (e.g. libfaketime's)."""
         overrides = {f"dbeat_{key}": value for key, value in settings.items()}
         overrides["dbeat_instance_name"] = name
         args = [
@@ -201,7 +216,7 @@ class Harness:
             "--loglevel=INFO",
             f"--schedule={self.tmp_path / (name + '.schedule')}",
         ]
-        return self._spawn(name, "beat", args, overrides)
+        return self._spawn(name, "beat", args, overrides, env)
 
     def beats(self) -> list[Proc]:
         return [p for p in self.procs if p.role == "beat" and p.expect_alive]
@@ -282,7 +297,7 @@ class Harness:
             self.kill(proc)
         overrides = {k.removeprefix("dbeat_"): v for k, v in proc.overrides.items()}
         overrides.pop("instance_name", None)
-        return self.start_beat(name or proc.name, **overrides)
+        return self.start_beat(name or proc.name, env=proc.env, **overrides)
 
     def close(self) -> None:
         for proc in self.procs:

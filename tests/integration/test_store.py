@@ -151,7 +151,7 @@ def test_timestamps_round_trip_as_aware_utc_with_microseconds(
     assert stored_utc_text(store.engine, "t") == instant.astimezone(UTC).strftime(
         "%Y-%m-%d %H:%M:%S.%f"
     )
-    earliest, _ = store.peek()
+    earliest = store.peek().earliest
     assert_aware_utc(earliest, instant)
     with store.claim_due(instant, 10, "beat-1") as batch:
         assert [r.name for r in batch.schedules] == ["t"]
@@ -314,7 +314,7 @@ def test_claim_due_returns_due_enabled_rows_by_next_run_at_then_rows_to_compute(
         ]
     with store.claim_due(now, 2, "beat-1") as batch:
         assert [r.name for r in batch.schedules] == ["due-early", "due-late"]
-    assert store.peek() == (at("08:00"), True)
+    assert store.peek()[:2] == (at("08:00"), True)
 
 
 def _claim(store: Store, now: datetime) -> list[str]:

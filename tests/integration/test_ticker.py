@@ -540,7 +540,7 @@ def test_broken_rows_are_marked_with_their_error_and_every_other_schedule_keeps_
         assert row.last_error.startswith(field), (name, row.last_error)
         assert (row.next_run_at, row.enabled) == (None, True), name
         assert schedules.fires(name) == [], name
-    assert store.peek() == (at("09:35"), False)
+    assert store.peek()[:2] == (at("09:35"), False)
     assert ticker.tick() > 0  # nothing left to compute: beat sleeps, it does not spin
 
 
@@ -573,7 +573,7 @@ def test_a_null_next_run_at_set_by_raw_sql_is_recomputed_on_the_next_tick(
     schedules.execute("UPDATE dbeat_schedules SET next_run_at = NULL WHERE name = :name", name="s")
     if edit:
         schedules.update("s", **edit)
-    assert store.peek() == (None, True)
+    assert store.peek()[:2] == (None, True)
 
     ticker.tick()
 
