@@ -11,6 +11,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -81,3 +82,35 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
             else:
                 conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}"))
         admin.dispose()
+
+
+LIBFAKETIME = os.environ.get(
+    "DBEAT_TEST_LIBFAKETIME", "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+)
+
+
+class FakeTime:
+    """A wall clock ``offset`` off (libfaketime's syntax, e.g. ``+90s``) for the processes
+    started with :attr:`env`; :meth:`set` changes it while they run (read within a second).
+
+    Under Debian's libfaketime only the wall clock moves; the monotonic clock runs true, as on a
+    host whose clock is wrong or is stepped by NTP. Skips (fails under ``CI``) without it.
+    """
+
+    def __init__(self, spec: Path, offset: str = "+0") -> None:
+        if not os.path.exists(LIBFAKETIME):
+            unavailable("libfaketime", LIBFAKETIME, "not installed (apt-get install libfaketime)")
+        self.spec = spec
+        self.set(offset)
+        self.env = {
+            "LD_PRELOAD": LIBFAKETIME,
+            "FAKETIME_TIMESTAMP_FILE": str(spec),
+            "FAKETIME_CACHE_DURATION": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+        }
+
+    def set(self, offset: str) -> None:
+        staged = self.spec.with_suffix(".new")
+        staged.write_text(f"{offset}\n")
+        staged.chmod(0o644)  # a server may run as another user (PostgreSQL as postgres)
+        staged.replace(self.spec)  # atomic: a process never reads a half-written file

@@ -52,10 +52,12 @@ def chaos(
     chaos_services: Services,
     tmp_path: Path,
 ) -> Iterator[ChaosFactory]:
-    """``chaos(broker_proxy=False)``: a scenario with its own database, key prefix and queue.
+    """``chaos(broker_proxy=False, postgres=None)``: a scenario with its own database, key
+    prefix and queue.
 
     With ``broker_proxy``, beats reach the broker through a TCP proxy the test can cut; the
-    worker and the harness always reach it directly. Every process is killed afterwards, and
+    worker and the harness always reach it directly. The database is made in ``postgres``, or
+    in the suite's cluster. Every process is killed afterwards, and
     the logs are printed if the test failed.
     """
     harnesses: list[Harness] = []
@@ -65,8 +67,9 @@ def chaos(
 
     with contextlib.ExitStack() as stack:
 
-        def make(broker_proxy: bool = False) -> Chaos:
-            name, url = stack.enter_context(chaos_services.postgres.database())
+        def make(broker_proxy: bool = False, postgres: PostgresCluster | None = None) -> Chaos:
+            cluster = postgres or chaos_services.postgres
+            name, url = stack.enter_context(cluster.database())
             broker = chaos_services.broker
             proxy = Proxy("127.0.0.1", broker.port) if broker_proxy else None
             if proxy is not None:

@@ -25,6 +25,8 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
+from tests.services import FakeTime
+
 
 class ServiceMissing(Exception):
     """A server binary is not installed, or the server did not start."""
@@ -118,9 +120,13 @@ class RedisServer:
 
 
 class PostgresCluster:
-    """A throw-away PostgreSQL cluster (``initdb``) on a free port, trust authentication."""
+    """A throw-away PostgreSQL cluster (``initdb``) on a free port, trust authentication.
 
-    def __init__(self) -> None:
+    With ``faketime``, the server runs under libfaketime: :attr:`clock` moves its wall clock
+    (``clock.set("+330s")``), as if time had passed for everything that reads it.
+    """
+
+    def __init__(self, *, faketime: bool = False) -> None:
         self.initdb = _binary("initdb", "/usr/lib/postgresql/*/bin/initdb")
         self.pg_ctl = _binary("pg_ctl", "/usr/lib/postgresql/*/bin/pg_ctl")
         self.port = free_port()
@@ -136,6 +142,8 @@ class PostgresCluster:
                 raise ServiceMissing("running as root but there is no 'postgres' user") from None
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
             self._as = ["runuser", "-u", "postgres", "--"]
+        # The server's own user must read the clock file, so it lives in the cluster's folder.
+        self.clock = FakeTime(self.root / "server.faketime") if faketime else None
         self._run(self.initdb, "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
         options = {
             "listen_addresses": "127.0.0.1",
@@ -155,8 +163,9 @@ class PostgresCluster:
         )
 
     def _run(self, *argv: str, timeout: float = 60) -> None:
+        env = None if self.clock is None else {**os.environ, **self.clock.env}
         result = subprocess.run(
-            [*self._as, *argv], capture_output=True, timeout=timeout, cwd=self.root
+            [*self._as, *argv], capture_output=True, timeout=timeout, cwd=self.root, env=env
         )
         if result.returncode:
             output = (result.stdout + result.stderr).decode(errors="replace")

@@ -1,11 +1,11 @@
 """Chaos: every beat down for more than five minutes, then back; the misfire policy decides.
 
 Real minutes of downtime would cost the suite its time budget, so the downtime is made on the
-beats' clock: three beats run, fire one slot of each schedule and are stopped; three new beats
-start with ``dbeat_clock_offset`` set to a little over five minutes. To them (and to the database,
-which only ever sees the instants beats write) the fleet was down from the stop until now + D.
-That is the documented purpose of the setting (simulating hosts' clocks); nothing else in the
-product looks at the real time.
+fleet's clock. Beats decide what is due on the database server's clock, so the scenario has a
+PostgreSQL cluster of its own running under libfaketime: three beats run, fire one slot of each
+schedule and are stopped; the server's clock is moved a little over five minutes ahead, and three
+new beats start. To them and to the database the fleet was down from the stop until now + D; the
+beats' hosts, the worker and the broker keep the true time.
 
 The schedules (200: 8 misfire settings x 5 specs x 5 copies) all have slots on a 30 s grid, and
 ``D`` is chosen so that the new beats' first tick falls 15 s after a grid slot ``g``. With a
@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.chaos.runner import BEATS, ChaosFactory
+from tests.chaos.services import PostgresCluster, ServiceMissing
 from tests.chaos.truth import Slot, epoch, iso, misfire_expectation, slots
 from tests.e2e.harness import cron, every
+from tests.services import unavailable
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -38,6 +41,8 @@ GRACE = 100
 AIM = 15
 #: Downtime is DOWN plus up to one GRID.
 DOWN = 300
+#: Seconds for the database server's processes to read a new clock offset (they cache it 1 s).
+CLOCK_SETTLE = 1.5
 #: (label, entry keys): ``latest`` is the default policy, so its schedules set none.
 POLICIES: list[tuple[str, dict[str, Any]]] = [
     ("skip", {"misfire_policy": "skip"}),
@@ -73,8 +78,23 @@ def misfire_schedules(first_slot: float) -> dict[str, dict[str, Any]]:
     return schedules
 
 
-def test_all_beats_down_five_minutes_misfire_policies_decide(chaos: ChaosFactory) -> None:
-    run = chaos()
+@pytest.fixture(scope="module")
+def faked_postgres() -> Iterator[PostgresCluster]:
+    """A PostgreSQL cluster whose clock the test moves."""
+    try:
+        cluster = PostgresCluster(faketime=True)
+    except ServiceMissing as exc:
+        unavailable("a disposable PostgreSQL under libfaketime", "localhost", exc)
+        raise  # unreachable: unavailable() skips or fails
+    yield cluster
+    cluster.close()
+
+
+def test_all_beats_down_five_minutes_misfire_policies_decide(
+    chaos: ChaosFactory, faked_postgres: PostgresCluster
+) -> None:
+    run = chaos(postgres=faked_postgres)
+    assert faked_postgres.clock is not None
     harness = run.harness
     # Phase A: three beats fire the grid slot g_a of every schedule (cron60: if on a minute).
     g_a = float(math.ceil((time.time() + 7) / GRID) * GRID)
@@ -90,19 +110,21 @@ def test_all_beats_down_five_minutes_misfire_policies_decide(chaos: ChaosFactory
     assert stopped < g_a + GRID / 2, "phase A overran: the next grid slot may have fired"
     run.mark("all beats down", "fleet")
 
-    # Phase B: three new beats whose clocks are D ahead, D chosen so that their first tick is
-    # AIM s after a grid slot g.
-    spawned = time.time()
-    aimed = spawned + startup + DOWN
+    # Phase B: the database server's clock jumps D ahead while every beat is down, D chosen so
+    # that the three new beats' first tick is AIM s after a grid slot g on that clock.
+    aimed = time.time() + CLOCK_SETTLE + startup + DOWN
     offset = DOWN + (AIM - aimed) % GRID
     g = math.floor((aimed + offset - DOWN) / GRID) * GRID
-    restarted = [harness.start_beat(name, clock_offset=offset) for name, _ in BEATS]
+    faked_postgres.clock.set(f"+{offset:.3f}")
+    time.sleep(CLOCK_SETTLE)
+    spawned = time.time()
+    restarted = [harness.start_beat(name) for name, _ in BEATS]
     run.wait_started(restarted)
     first_tick_min = min(run.ready_at(p) for p in restarted) + offset
-    run.mark(f"beats back, clocks +{offset:.1f} s", "fleet")
+    run.mark(f"beats back, database clock +{offset:.1f} s", "fleet")
     run.run_until(g + GRID + 1 - offset)
 
-    # Ground truth on the beats' clock.
+    # Ground truth on the fleet's clock.
     last = {name: max(ts, default=None) for name, ts in phase_a.items()}
     judged_until = g + GRID + 0.5
     expected: dict[str, list[Slot]] = {}
@@ -116,13 +138,13 @@ def test_all_beats_down_five_minutes_misfire_policies_decide(chaos: ChaosFactory
 
     # The decision for each schedule was taken before its first catch-up message arrived (or,
     # for skip, before g + GRID + TOLERANCE, when its outcome would start to change).
-    def on_beat_clock(t: float) -> float:
+    def on_fleet_clock(t: float) -> float:
         return t + offset if t >= spawned else t
 
     firsts: dict[str, float] = {}
     for m in run.messages():
         if m.received_at is not None and m.received_at >= spawned:
-            at = on_beat_clock(m.received_at)
+            at = on_fleet_clock(m.received_at)
             firsts[m.schedule] = min(firsts.get(m.schedule, at), at)
     ambiguous = []
     for name, spec in run.schedules.items():
@@ -149,10 +171,10 @@ def test_all_beats_down_five_minutes_misfire_policies_decide(chaos: ChaosFactory
     outcome = run.finish(
         expected,
         judged_until=judged_until,
-        beat_time=on_beat_clock,
+        beat_time=on_fleet_clock,
         lag_excludes=catch_up,
         notes=[
-            f"fleet down {g + AIM - stopped:.0f} s on the beats' clock (offset {offset:.1f} s);"
+            f"fleet down {g + AIM - stopped:.0f} s on the database's clock (moved {offset:.1f} s);"
             f" {missed} slots missed, {sum(map(len, catch_up.values()))} caught up",
         ],
     )

@@ -16,6 +16,7 @@ import pytest
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.store import migrate
+from celery_dbeat.store.queries import Store
 from tests.contrib_flask.helpers import START, Browser, make_app
 from tests.services import private_database
 
@@ -45,10 +46,11 @@ def clock() -> FixedClock:
 
 
 def open_api(url: str, clock: FixedClock) -> Iterator[Schedules]:
-    api = Schedules(url, clock=clock)
-    migrate(api.store.engine)
-    yield api
-    api.close()
+    store = Store(url, server_clock=False)  # writes and ticks follow the test's FixedClock
+    migrate(store.engine)
+    with Schedules(store, clock=clock) as api:
+        yield api
+    store.close()
 
 
 @pytest.fixture

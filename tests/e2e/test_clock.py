@@ -12,20 +12,16 @@ Before "due" was decided on the database server's clock, a beat 90 s ahead publi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness import Harness, cron, every
-from tests.services import unavailable
+from tests.services import FakeTime
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-LIBFAKETIME = os.environ.get(
-    "DBEAT_TEST_LIBFAKETIME", "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
-)
 SCHEDULES = {
     "even": cron("* * * * * */2"),
     "odd": cron("* * * * * 1-59/2"),
@@ -35,42 +31,19 @@ SETTLE = 2
 
 
 @pytest.fixture
-def faketime(tmp_path: Path) -> Callable[[str, str], tuple[dict[str, str], Callable[[str], None]]]:
-    """``faketime(name, offset)``: the environment of a process whose wall clock is ``offset``
-    (libfaketime's syntax, e.g. ``+90s``) off, and a function that changes the offset while it
-    runs (read by the process within a second)."""
-    if not os.path.exists(LIBFAKETIME):
-        unavailable("libfaketime", LIBFAKETIME, "not installed (apt-get install libfaketime)")
-
-    def make(name: str, offset: str) -> tuple[dict[str, str], Callable[[str], None]]:
-        spec = tmp_path / f"{name}.faketime"
-
-        def set_offset(value: str) -> None:
-            staged = spec.with_suffix(".new")
-            staged.write_text(f"{value}\n")
-            staged.replace(spec)  # atomic: the process never reads a half-written file
-
-        set_offset(offset)
-        env = {
-            "LD_PRELOAD": LIBFAKETIME,
-            "FAKETIME_TIMESTAMP_FILE": str(spec),
-            "FAKETIME_CACHE_DURATION": "1",
-            # A wrong or stepped wall clock; the monotonic clock runs true, as on a real host.
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-        }
-        return env, set_offset
-
-    return make
+def faketime(tmp_path: Path) -> Callable[[str, str], FakeTime]:
+    """``faketime(name, offset)``: a wall clock ``offset`` off for the processes given its env."""
+    return lambda name, offset: FakeTime(tmp_path / f"{name}.faketime", offset)
 
 
 @pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
 def test_beats_ninety_seconds_ahead_and_behind_fire_nothing_early_and_lose_nothing(
-    harness: Harness, faketime: Callable[[str, str], tuple[dict[str, str], Callable[[str], None]]]
+    harness: Harness, faketime: Callable[[str, str], FakeTime]
 ) -> None:
     harness.configure(SCHEDULES, redis_locks=True)
     harness.start_worker()
-    ahead, _ = faketime("ahead", "+90s")
-    behind, _ = faketime("behind", "-90s")
+    ahead = faketime("ahead", "+90s").env
+    behind = faketime("behind", "-90s").env
     # The beat ahead starts first, so it is the one that stores the schedules.
     harness.wait_ready([harness.start_beat("ahead", env=ahead)])
     harness.start_beat("behind", env=behind)
@@ -90,20 +63,20 @@ def test_beats_ninety_seconds_ahead_and_behind_fire_nothing_early_and_lose_nothi
 
 @pytest.mark.parametrize("e2e_database_url", ["mysql"], indirect=True)
 def test_a_beat_whose_clock_steps_an_hour_ahead_fires_nothing_early(
-    harness: Harness, faketime: Callable[[str, str], tuple[dict[str, str], Callable[[str], None]]]
+    harness: Harness, faketime: Callable[[str, str], FakeTime]
 ) -> None:
     harness.configure(SCHEDULES, redis_locks=True)
     harness.start_worker()
-    stepped, step = faketime("stepped", "+0")
-    harness.start_beat("stepped", env=stepped)
+    stepped = faketime("stepped", "+0")
+    harness.start_beat("stepped", env=stepped.env)
     harness.start_beat("steady")
     ready = harness.wait_ready()
     harness.run_for(4)
 
-    step("+1h")  # an NTP step on the stepped beat's host, undone 30 s later
+    stepped.set("+1h")  # an NTP step on the stepped beat's host, undone 30 s later
     stepped_from = ready + 4
     harness.run_for(30)
-    step("+0")
+    stepped.set("+0")
     stepped_until = stepped_from + 30
     harness.run_for(8)
 

@@ -67,7 +67,7 @@ def test_beat_rides_out_a_database_outage_and_applies_the_misfire_policy(
     target = sa.make_url(server_database)
     proxy = Proxy(target.host or "127.0.0.1", target.port or 0)
     url = target.set(host="127.0.0.1", port=proxy.port, query={"connect_timeout": "2"})
-    store = Store(url.render_as_string(hide_password=False))
+    store = Store(url.render_as_string(hide_password=False), server_clock=False)  # FixedClock
     clock = FixedClock(T0)
     publish = Recorder()
     ticker = Ticker(store, DatabaseLock(), publish, SETTINGS, clock)

@@ -84,9 +84,9 @@ def sqlite_url(_migrated_template: Path, tmp_path: Path) -> str:
 @pytest.fixture(scope="module")
 def postgres_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """A migrated PostgreSQL database shared by a module's tests (skipped without PostgreSQL,
-    failing when ``CI`` is set)."""
+    failing when ``CI`` is set). Its clock of record is the tests' fake clock, as on SQLite."""
     with private_database("postgresql", tmp_path_factory) as url:
-        store = Store(url)
+        store = Store(url, server_clock=False)
         migrate(store.engine)
         yield store
         store.close()
