@@ -11,6 +11,10 @@ on-time tolerance, ``W`` the grace window)::
 
 and the policy picks from E what is published; what it does not pick is recorded as skipped. The
 next regular slot is always the first slot after ``now``.
+
+After a long outage the slots no policy can choose may arrive as one :class:`Bulk` each run of
+them (counted by the caller, not listed), so resolving costs what the policy keeps, not what
+was missed.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["MisfirePolicy", "MisfireRules", "Resolution", "SlotGroup", "resolve"]
+__all__ = ["Bulk", "MisfirePolicy", "MisfireRules", "Resolution", "SlotGroup", "resolve"]
 
 
 class MisfirePolicy(str, enum.Enum):
@@ -73,6 +77,27 @@ class Resolution(Generic[T]):
         )
 
 
+@dataclass(frozen=True)
+class Bulk(Generic[T]):
+    """``count`` consecutive missed slots from ``first`` to ``last``, given to :func:`resolve` as
+    one item. The caller guarantees that none of them can be chosen: all are ``dropped`` (older
+    than the grace window), or all are eligible with at least two eligible slots before them
+    and more eligible slots after them than the policy keeps."""
+
+    first: T
+    last: T
+    count: int
+    dropped: bool
+
+
+def _add_bulk(group: SlotGroup[T] | None, bulk: Bulk[T]) -> SlotGroup[T]:
+    if group is None:
+        return SlotGroup(bulk.first, bulk.last, bulk.count)
+    group.last = bulk.last
+    group.count += bulk.count
+    return group
+
+
 def _add(group: SlotGroup[T] | None, slot: T) -> SlotGroup[T]:
     if group is None:
         return SlotGroup(slot, slot)
@@ -85,7 +110,7 @@ def _itself(slot: Any) -> datetime:
 
 
 def resolve(
-    slots: Iterable[T],
+    slots: Iterable[T | Bulk[T]],
     now: datetime,
     rules: MisfireRules,
     when: Callable[[T], datetime] = _itself,
@@ -94,7 +119,8 @@ def resolve(
 
     ``slots`` must be ascending and start at the schedule's first unrecorded slot. It is consumed
     up to and including the first slot after ``now``. ``when(slot)`` is the instant a slot is
-    due (the slot itself, or later with jitter); lateness is measured from it.
+    due (the slot itself, or later with jitter); lateness is measured from it. A :class:`Bulk`
+    stands for a run of slots none of which can be chosen.
     """
     result: Resolution[T] = Resolution()
     late: list[T] = []
@@ -108,6 +134,12 @@ def resolve(
     grace_from = None if rules.grace is None else now - rules.grace
 
     for slot in slots:
+        if isinstance(slot, Bulk):
+            if slot.dropped:
+                result.dropped = _add_bulk(result.dropped, slot)
+            else:
+                count += slot.count
+            continue
         due = when(slot)
         if due > now:
             result.next_slot = slot

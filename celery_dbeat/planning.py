@@ -10,10 +10,11 @@ import math
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta, timezone
-from itertools import chain, pairwise
+from itertools import chain, islice, pairwise
+from typing import overload
 
 from .errors import ValidationError
-from .misfire import MisfirePolicy, MisfireRules, SlotGroup, resolve
+from .misfire import Bulk, MisfirePolicy, MisfireRules, SlotGroup, resolve
 from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
 from .store.models import FireStatus
 from .store.queries import NewFire, ScheduleRow, Transition
@@ -23,6 +24,7 @@ from .validation import parse_args, parse_kwargs, parse_options
 
 __all__ = [
     "TASK_ID_NAMESPACE",
+    "catch_up_slots",
     "due_times",
     "fire_task_id",
     "overlap_of",
@@ -139,7 +141,7 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunStat
             return Transition(row, next_run_at=None, finished=True)
         return Transition(row, next_run_at=first[0], due_at=first[1] if jitter else None)
 
-    slots = chain([row.next_run_at], timing.slots_after(row.next_run_at))
+    slots = catch_up_slots(timing, row.next_run_at, now, rules, jitter)
     result = resolve(due_times(row.name, slots, jitter), now, rules, when=_due)
     due = [slot for slot, _ in result.send]
     sending, buffering, _ = split_for_overlap(len(due), overlap, runs)
@@ -178,18 +180,101 @@ def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunStat
     )
 
 
+#: A schedule less than this far behind is resolved slot by slot without counting first.
+_WALK_WITHIN = timedelta(minutes=5)
+#: ...and so is one at most this many slots behind; further behind, runs of slots that no
+#: policy can choose are counted (:meth:`Timing.count`) instead of walked.
+_WALK_AT_MOST = 1000
+_ONE_MICROSECOND = timedelta(microseconds=1)
+
+
+def catch_up_slots(
+    timing: Timing,
+    first: datetime,
+    now: datetime,
+    rules: MisfireRules,
+    jitter: timedelta | None,
+) -> Iterator[datetime | Bulk[datetime]]:
+    """``first`` (a schedule's next slot) and the slots after it, for :func:`resolve`.
+
+    After a long outage, slots certainly older than the grace window, and eligible slots that
+    no policy can choose (all but the two oldest and more than the policy keeps of the newest),
+    come as one :class:`Bulk` per run: a schedule 30 days behind costs what the policy keeps,
+    not a step per missed slot. "Certainly" allows for jitter: a slot is due at most ``jitter``
+    after it.
+    """
+    yield first
+    if now - first <= _WALK_WITHIN or timing.count(first, now) <= _WALK_AT_MOST:
+        yield from timing.slots_after(first)
+        return
+    spread = jitter or timedelta(0)
+    runs: list[tuple[datetime, datetime, bool]] = []  # (after, before, dropped): slots between
+    eligible_from = first
+    if rules.grace is not None:
+        # Dropped: due before the grace window and not merely late.
+        runs.append((first, now - max(rules.grace, rules.tolerance) - spread, True))
+        eligible_from = max(first, now - rules.grace - _ONE_MICROSECOND)
+    heads = list(islice(timing.slots_after(eligible_from), 2))
+    eligible_before = now - rules.tolerance - spread
+    keep = (rules.catchup_limit if rules.policy is MisfirePolicy.ALL else 1) + 1
+    if len(heads) == 2:
+        span = timedelta(seconds=1)
+        while (before := eligible_before - span) > heads[1]:
+            if timing.count(before - _ONE_MICROSECOND, eligible_before - _ONE_MICROSECOND) > keep:
+                runs.append((heads[1], before, False))
+                break
+            span *= 2
+
+    position = first
+    for after, before, dropped in runs:
+        for slot in timing.slots_after(position):
+            if slot > after:
+                break
+            yield slot
+            position = slot
+        start = max(position, after)
+        count = timing.count(start, before - _ONE_MICROSECOND)
+        if count:
+            last = timing.last_before(before, start)
+            assert last is not None
+            yield Bulk(timing.first_after(start) or last, last, count, dropped)
+            position = last
+    yield from timing.slots_after(position)
+
+
+@overload
 def due_times(
     name: str, slots: Iterable[datetime], jitter: timedelta | None
-) -> Iterator[tuple[datetime, datetime]]:
-    """``(slot, instant it is due)`` for each slot: the slot itself, or later with jitter."""
-    if jitter is None:
-        for slot in slots:
-            yield slot, slot
-        return
-    ahead: Iterable[datetime | None] = chain(slots, [None])
+) -> Iterator[tuple[datetime, datetime]]: ...
+
+
+@overload
+def due_times(
+    name: str, slots: Iterable[datetime | Bulk[datetime]], jitter: timedelta | None
+) -> Iterator[tuple[datetime, datetime] | Bulk[tuple[datetime, datetime]]]: ...
+
+
+def due_times(
+    name: str, slots: Iterable[datetime | Bulk[datetime]], jitter: timedelta | None
+) -> Iterator[tuple[datetime, datetime] | Bulk[tuple[datetime, datetime]]]:
+    """``(slot, instant it is due)`` for each slot: the slot itself, or later with jitter. A
+    bulk's bounds are paired with themselves (its slots are never due one by one)."""
+    ahead: Iterable[datetime | Bulk[datetime] | None] = chain(slots, [None])
     for current, following in pairwise(ahead):
         assert current is not None
-        yield current, fire_at(name, current, jitter, following)
+        if isinstance(current, Bulk):
+            yield Bulk(
+                (current.first, current.first),
+                (current.last, current.last),
+                current.count,
+                current.dropped,
+            )
+            continue
+        if jitter is None:
+            yield current, current
+            continue
+        nxt = following.first if isinstance(following, Bulk) else following
+        yield current, fire_at(name, current, jitter, nxt)
 
 
 def _due(pair: tuple[datetime, datetime]) -> datetime:

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
+_ONE_SECOND = timedelta(seconds=1)
 
 
 class SpecKind(str, enum.Enum):
@@ -50,6 +51,10 @@ class SpecKind(str, enum.Enum):
 class Spec(Protocol):
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         """Slots strictly after ``after`` (aware), ascending, as aware UTC datetimes."""
+
+    def count(self, after: datetime, until: datetime) -> int:
+        """How many slots lie in ``(after, until]``, without walking them one by one where the
+        spec allows (a catch-up after a long outage counts slots it does not publish)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,31 @@ class Timing:
 
     def first_after(self, after: datetime) -> datetime | None:
         return next(self.slots_after(after), None)
+
+    def count(self, after: datetime, until: datetime) -> int:
+        """How many slots lie in ``(after, until]`` (see :meth:`Spec.count`)."""
+        if self.start_at is not None and after < self.start_at:
+            after = self.start_at - _ONE_MICROSECOND
+        if self.end_at is not None and until > self.end_at:
+            until = self.end_at
+        if until <= after:
+            return 0
+        return self.spec.count(after, until)
+
+    def last_before(self, before: datetime, floor: datetime) -> datetime | None:
+        """The last slot in ``(floor, before)``, found by walking ever longer stretches back
+        from ``before`` (a few slots each for any density of slots)."""
+        span = _ONE_SECOND
+        while True:
+            start = floor if span >= before - floor else before - span
+            last = None
+            for slot in self.slots_after(start):
+                if slot >= before:
+                    break
+                last = slot
+            if last is not None or start == floor:
+                return last
+            span *= 2
 
     def preview(self, after: datetime, count: int) -> list[datetime]:
         """The next ``count`` slots after ``after`` (fewer if the schedule ends)."""

@@ -20,7 +20,8 @@ import enum
 import functools
 import heapq
 import re
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -63,6 +64,11 @@ _MONTHS = {
 _WEEKDAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 # Offset changes are looked for this far on either side of the instant a walk starts from.
 _TRANSITION_REACH = timedelta(days=1)
+# Offset changes between two instants are looked for at this spacing (tzdb's changes of one zone
+# lie days apart).
+_TRANSITION_PROBE = timedelta(hours=6)
+_SECOND = timedelta(seconds=1)
+_DAY = timedelta(days=1)
 
 
 class DstGap(str, enum.Enum):
@@ -264,6 +270,85 @@ class CronSpec:
                 last = instant
                 yield instant
 
+    def count(self, after: datetime, until: datetime) -> int:
+        """How many slots lie in ``(after, until]``, without walking them one by one.
+
+        Away from offset changes a UTC instant and its wall time correspond one to one, so slots
+        are counted as matching wall times: day by day (one walker step finds each matching
+        day), each day by arithmetic over the hour, minute and second fields. Within the reach
+        of an offset change (where the DST rules decide) the slots are walked.
+        """
+        after, until = after.astimezone(UTC), until.astimezone(UTC)
+        total = 0
+        for low, high, walk in self._pieces(after, until):
+            if walk:
+                for slot in self.slots_after(low):
+                    if slot > high:
+                        break
+                    total += 1
+            else:
+                offset = low.astimezone(self.zone).utcoffset() or timedelta(0)
+                total += self._count_wall(
+                    (low + offset).replace(tzinfo=None), (high + offset).replace(tzinfo=None)
+                )
+        return total
+
+    def _pieces(
+        self, after: datetime, until: datetime
+    ) -> Iterator[tuple[datetime, datetime, bool]]:
+        """``(after, until]`` split into ``(low, high]`` pieces with one offset each (``False``)
+        and the reach of each offset change, to be walked (``True``)."""
+        low = after
+        for change, size in self._changes(after - _DAY, until + _DAY):
+            reach_low, reach_high = change - size - _SECOND, change + size + _SECOND
+            if reach_high <= low or reach_low >= until:
+                continue
+            if reach_low > low:
+                yield low, reach_low, False
+            high = min(reach_high, until)
+            yield max(low, reach_low), high, True
+            low = high
+        if low < until:
+            yield low, until, False
+
+    def _changes(self, start: datetime, end: datetime) -> Iterator[tuple[datetime, timedelta]]:
+        """Offset changes of the zone in ``[start, end]``: ``(instant, size)``, ascending."""
+        if self.zone.key in ("UTC", "Etc/UTC"):
+            return
+        probe, offset = start, start.astimezone(self.zone).utcoffset()
+        while probe < end:
+            nxt = min(probe + _TRANSITION_PROBE, end)
+            following = nxt.astimezone(self.zone).utcoffset()
+            if following != offset:
+                size = (following or timedelta(0)) - (offset or timedelta(0))
+                yield self._transition(probe, nxt), abs(size)
+            probe, offset = nxt, following
+
+    def _count_wall(self, after: datetime, until: datetime) -> int:
+        """Matching wall times (naive, whole seconds) in ``(after, until]``."""
+        walker = copy.copy(_expanded(self.fields, self.day_or))
+        hours, minutes, seconds = _time_fields(walker.expanded)
+        first = _seconds_of_day(after.replace(microsecond=0))
+        last = _seconds_of_day(until.replace(microsecond=0))
+        total = 0
+        day = after.date()
+        while day <= until.date():
+            # The first matching wall time from this day's midnight on finds the next matching
+            # day: days without one are passed over in the walker's single step.
+            walker.set_current(datetime.combine(day, datetime.min.time()) - _SECOND, force=True)
+            try:
+                found = walker.get_next(datetime)
+            except CroniterBadDateError:
+                break
+            day = found.date()
+            if day > until.date():
+                break
+            low = first if day == after.date() else -1
+            high = last if day == until.date() else 86_399
+            total += _up_to(hours, minutes, seconds, high) - _up_to(hours, minutes, seconds, low)
+            day += _DAY
+        return total
+
     # Wall-clock resolution -------------------------------------------------------------------
 
     def _lookback(self, after: datetime) -> timedelta:
@@ -317,8 +402,12 @@ class CronSpec:
         high = wall.replace(tzinfo=self.zone, fold=0).astimezone(UTC)
         if high < low:
             low, high = high, low
+        return self._transition(low, high)
+
+    def _transition(self, low: datetime, high: datetime) -> datetime:
+        """The first whole second after ``low`` (up to ``high``) with another offset than
+        ``low``'s: transitions fall on whole seconds, found by binary search."""
         before = low.astimezone(self.zone).utcoffset()
-        # Transitions fall on whole seconds: binary search the first second with the new offset.
         lo, hi = 0, int((high - low).total_seconds())
         while lo < hi:
             mid = (lo + hi) // 2
@@ -327,6 +416,38 @@ class CronSpec:
             else:
                 hi = mid
         return low + timedelta(seconds=lo)
+
+
+def _time_fields(
+    expanded: Sequence[Sequence[int | str]],
+) -> tuple[list[int], list[int], list[int]]:
+    """The hours, minutes and seconds a parsed expression matches, each ascending."""
+
+    def values(field: Sequence[int | str], size: int) -> list[int]:
+        return list(range(size)) if "*" in field else sorted(int(v) for v in field)
+
+    seconds = values(expanded[5], 60) if len(expanded) > 5 else [0]
+    return values(expanded[1], 24), values(expanded[0], 60), seconds
+
+
+def _seconds_of_day(wall: datetime) -> int:
+    return wall.hour * 3600 + wall.minute * 60 + wall.second
+
+
+def _up_to(hours: list[int], minutes: list[int], seconds: list[int], limit: int) -> int:
+    """How many (hour, minute, second) combinations fall at or before second ``limit`` of a
+    day."""
+    if limit < 0:
+        return 0
+    hour, rest = divmod(limit, 3600)
+    minute, second = divmod(rest, 60)
+    per_minute, per_hour = len(seconds), len(minutes) * len(seconds)
+    total = bisect_left(hours, hour) * per_hour
+    if hours and bisect_right(hours, hour) > bisect_left(hours, hour):
+        total += bisect_left(minutes, minute) * per_minute
+        if bisect_right(minutes, minute) > bisect_left(minutes, minute):
+            total += bisect_right(seconds, second)
+    return total
 
 
 #: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;

@@ -42,10 +42,17 @@ class IntervalSpec:
             )
         return cls(delta, anchor.astimezone(timezone.utc))
 
+    def _index_after(self, after: datetime) -> int:
+        """``n`` of the first slot after ``after``."""
+        return max(_micros(after - self.anchor) // _micros(self.every) + 1, 1)
+
+    def count(self, after: datetime, until: datetime) -> int:
+        """How many slots lie in ``(after, until]``."""
+        return max(0, self._index_after(until) - self._index_after(after))
+
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         step = _micros(self.every)
-        elapsed = _micros(after - self.anchor)
-        n = max(elapsed // step + 1, 1)
+        n = self._index_after(after)
         while True:
             yield self.anchor + timedelta(microseconds=n * step)
             n += 1

@@ -16,3 +16,6 @@ class OnceSpec:
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         if self.run_at > after:
             yield self.run_at.astimezone(timezone.utc)
+
+    def count(self, after: datetime, until: datetime) -> int:
+        return int(after < self.run_at <= until)

@@ -83,6 +83,15 @@ class SolarSpec:
         base = _EPOCH - timedelta(seconds=round(self.longitude * 240))
         return base + (instant - base) // _DAY * _DAY
 
+    def count(self, after: datetime, until: datetime) -> int:
+        """How many events lie in ``(after, until]``: walked, since there is at most one a day."""
+        total = 0
+        for slot in self.slots_after(after):
+            if slot > until:
+                break
+            total += 1
+        return total
+
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         ephem = _ephem()
         horizon, method, use_center = EVENTS[self.event]
