@@ -54,9 +54,9 @@ Publisher = Callable[[PublishRequest, list[Any], dict[str, Any], dict[str, Any]]
 
 _BUSY_RETRY = 0.5  # seconds before looking again at due rows other beats are working on
 _MAX_OUTAGE_BACKOFF = 30.0
-_PRUNE_EVERY = 60.0
-#: A host clock this far from the database server's is logged (once per episode).
-_SKEW_WARNING = 1.0  # seconds between history prunes of one beat
+_PRUNE_EVERY = 60.0  # seconds between history prunes of one beat
+#: A host clock this many seconds from the database server's is logged (once per episode).
+_SKEW_WARNING = 1.0
 #: How far back the last-success metric looks when beat starts.
 _SUCCESS_LOOKBACK = timedelta(hours=1)
 
@@ -117,6 +117,14 @@ class Ticker:
             busy = self.fire_due()
             earliest, needs_compute = self._read_clock()
             self.metrics.tick(self.clock.monotonic() - mono)
+        except sa.exc.DataError as exc:
+            # What is stored, not the connection: no outage. (Rows holding a value that cannot
+            # be read are set aside where they are read; this is whatever else slips through.)
+            self.metrics.error("database")
+            logger.error(
+                "dbeat: tick failed on stored data; retrying in %.1f s: %s", max_sleep, exc
+            )
+            return max_sleep
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
             if _is_conflict(exc):
                 # Another beat or an edit won a row lock; nothing is wrong, look again shortly.

@@ -1,6 +1,7 @@
 """Persistence. Only this package issues SQL: ``queries.py`` holds beat's hot path (due rows,
 recording and publishing fires), ``manage.py`` the writes of definitions (config sync and the
-management API), ``database.py`` engines and migrations."""
+management API), ``database.py`` engines and migrations, ``reading.py`` reads of schedule rows
+that survive a value the driver cannot convert."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
 from ..planning import due_times, fire_task_id
 from .models import FireStatus
 from .queries import B, F, S, Store
+from .reading import read_rows
 
 __all__ = [
     "API_ORIGIN",
@@ -135,7 +136,8 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
     existing: dict[str, Row[Any]] = {}
     for start in range(0, len(names), 500):
         chunk = names[start : start + 500]
-        existing.update((r.name, r) for r in conn.execute(sa.select(S).where(S.c.name.in_(chunk))))
+        rows, _ = read_rows(conn, sa.select(S).where(S.c.name.in_(chunk)))
+        existing.update((r.name, r) for r in rows)
     inserts: list[dict[str, Any]] = []
     for d in definitions:
         row = existing.get(d.name)
@@ -217,10 +219,10 @@ def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) 
 
 
 def load_schedule(conn: Connection, name: str) -> Row[Any]:
-    row = conn.execute(sa.select(S).where(S.c.name == name)).first()
-    if row is None:
+    rows, _ = read_rows(conn, sa.select(S).where(S.c.name == name))
+    if not rows:
         raise ScheduleNotFound(name)
-    return row
+    return rows[0]
 
 
 def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
@@ -292,7 +294,7 @@ def lock_schedules(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
     query = sa.select(S).where(S.c.name.in_(wanted)).order_by(S.c.id)
     if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
         query = query.with_for_update()
-    rows = list(conn.execute(query))
+    rows, _ = read_rows(conn, query)
     if len(rows) < len(wanted):
         found = {r.name for r in rows}
         raise ScheduleNotFound(next(n for n in wanted if n not in found))
@@ -403,7 +405,7 @@ def list_schedules(
         query = query.where(sa.or_(S.c.name.like(pattern), S.c.task.like(pattern)))
     if limit is not None:
         query = query.limit(limit)
-    return list(conn.execute(query.offset(offset)))
+    return read_rows(conn, query.offset(offset))[0]
 
 
 def fire_history(conn: Connection, name: str, limit: int = 50) -> list[Row[Any]]:
@@ -427,7 +429,7 @@ def _due_condition(now: datetime) -> sa.ColumnElement[bool]:
 def due_schedules(conn: Connection, now: datetime, limit: int | None) -> list[Row[Any]]:
     """Enabled schedules whose fire is due at ``now`` (the backlog), oldest first."""
     query = sa.select(S).where(_due_condition(now)).order_by(S.c.next_run_at, S.c.name)
-    return list(conn.execute(query if limit is None else query.limit(limit)))
+    return read_rows(conn, query if limit is None else query.limit(limit))[0]
 
 
 def count_due(conn: Connection, now: datetime) -> int:
@@ -441,11 +443,11 @@ def upcoming_schedules(conn: Connection, now: datetime, count: int) -> list[Row[
         .order_by(S.c.next_run_at, S.c.name)
         .limit(count)
     )
-    return list(conn.execute(query))
+    return read_rows(conn, query)[0]
 
 
 def failing_schedules(conn: Connection) -> list[Row[Any]]:
-    return list(conn.execute(sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name)))
+    return read_rows(conn, sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name))[0]
 
 
 def state_counts(conn: Connection) -> dict[str, int]:

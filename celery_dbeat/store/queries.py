@@ -20,10 +20,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, cast
 
 import sqlalchemy as sa
+from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from .database import IDLE_IN_TRANSACTION, create_engine
 from .models import Beat, Fire, FireStatus, Schedule
+from .reading import UNREADABLE, read_rows
 
 __all__ = [
     "PUBLISH_COLUMNS",
@@ -39,9 +41,13 @@ __all__ = [
     "Transition",
 ]
 
+logger = get_logger(__name__)
+
 S = cast(sa.Table, Schedule.__table__)
 F = cast(sa.Table, Fire.__table__)
 B = cast(sa.Table, Beat.__table__)
+#: Rows looked at when the earliest instant :meth:`Store.peek` finds cannot be read.
+_PEEK_HEADS = 10
 #: Heartbeat rows older than this are deleted by any beat (a beat killed without a clean stop).
 _FORGET_BEATS_AFTER = timedelta(days=1)
 
@@ -276,6 +282,23 @@ class Peek(NamedTuple):
     server_now: datetime | None = None
 
 
+def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> None:
+    """Mark the schedules whose stored values cannot be read (``problems``, from
+    :func:`read_rows`) with the error: with ``next_run_at`` NULL and an error a row is neither
+    due nor recomputed until someone corrects it, and every other schedule fires as usual."""
+    if not problems:
+        return
+    conn.execute(
+        sa.update(S)
+        .where(S.c.id == sa.bindparam("row_id"))
+        .values(next_run_at=None, due_at=None, last_error=sa.bindparam("error")),
+        [{"row_id": i, "error": e} for i, e in problems.items()],
+    )
+    for row in rows:
+        if row.id in problems:
+            logger.error("dbeat: schedule %r set aside: %s", row.name, problems[row.id])
+
+
 class DueBatch:
     """Due schedules claimed in one open transaction (see the module docstring)."""
 
@@ -482,7 +505,25 @@ class Store:
 
     def peek(self) -> Peek:
         """When the earliest enabled schedule is due, whether some need a recompute, and (in
-        the same query) a reading of the clock of record (see :meth:`time_of_record`)."""
+        the same query) a reading of the clock of record (see :meth:`time_of_record`).
+
+        If the earliest instant stored cannot be read, the rows that hold it are set aside
+        first (see :func:`_set_aside`)."""
+        try:
+            return self._peek()
+        except UNREADABLE:
+            with self.engine.begin() as conn:
+                for column in (S.c.next_run_at, S.c.due_at):
+                    query = (
+                        sa.select(S.c.id, S.c.name, column)
+                        .where(S.c.enabled == sa.true(), column.is_not(None))
+                        .order_by(column)
+                        .limit(_PEEK_HEADS)
+                    )
+                    _set_aside(conn, *read_rows(conn, query))
+            return self._peek()
+
+    def _peek(self) -> Peek:
         plain = sa.select(sa.func.min(S.c.next_run_at)).where(
             S.c.enabled == sa.true(), S.c.due_at.is_(None)
         )
@@ -534,7 +575,9 @@ class Store:
                 query = query.limit(limit - len(rows))
                 if self._skip_locked:
                     query = query.with_for_update(skip_locked=True)
-                rows += [ScheduleRow.from_row(r) for r in conn.execute(query)]
+                found, problems = read_rows(conn, query)
+                _set_aside(conn, found, problems)
+                rows += [ScheduleRow.from_row(r) for r in found if r.id not in problems]
             yield DueBatch(conn, rows, beat, now, self.time_of_record)
 
     # Heartbeats ------------------------------------------------------------------------------
