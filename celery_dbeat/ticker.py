@@ -45,7 +45,7 @@ from .store.models import FireStatus
 from .store.queries import PublishRequest, Store, Transition
 from .validation import parse_args, parse_kwargs, parse_options
 
-__all__ = ["Publisher", "Ticker"]
+__all__ = ["Publisher", "Ticker", "next_batch_size"]
 
 logger = get_logger(__name__)
 
@@ -59,6 +59,21 @@ _PRUNE_EVERY = 60.0  # seconds between history prunes of one beat
 _SKEW_WARNING = 1.0
 #: How far back the last-success metric looks when beat starts.
 _SUCCESS_LOOKBACK = timedelta(hours=1)
+
+
+#: A batch (claim, plan, record) taking more than this share of the lease halves the next one:
+#: its fires must be published well within the lease, and its row locks held briefly. One
+#: taking less than a quarter of that doubles it again, up to ``dbeat_batch_size``.
+_BATCH_SHARE_OF_LEASE = 0.2
+
+
+def next_batch_size(size: int, took: float, lease: float, configured: int) -> int:
+    """The size of the next batch after one of ``size`` rows took ``took`` seconds."""
+    if took > lease * _BATCH_SHARE_OF_LEASE:
+        return max(1, size // 2)
+    if took < lease * _BATCH_SHARE_OF_LEASE / 4:
+        return min(configured, size * 2)
+    return size
 
 
 class Ticker:
@@ -92,6 +107,9 @@ class Ticker:
         self._db_backoff = 1.0
         self._broken: dict[int, str] = {}
         self._skewed = False
+        #: Rows claimed per batch: ``batch_size``, less while batches take long (see
+        #: :func:`next_batch_size`).
+        self.batch_size = settings.batch_size
         self._identity = {
             "name": self.beat,
             "hostname": socket.gethostname(),
@@ -181,9 +199,10 @@ class Ticker:
             self._ahead = _PublishAhead(self.publish_recorded)
         try:
             while True:
-                seen, published, skipped = self._fire_batch()
+                limit = self.batch_size
+                seen, published, skipped = self._fire_batch(limit)
                 left_to_others = left_to_others or skipped > 0 or seen == 0
-                if seen < self.settings.batch_size or self.clock.monotonic() > budget_end:
+                if seen < limit or self.clock.monotonic() > budget_end:
                     return left_to_others
                 if published == 0 and skipped == seen:
                     return True
@@ -192,15 +211,17 @@ class Ticker:
             if ahead is not None:
                 ahead.wait()
 
-    def _fire_batch(self) -> tuple[int, int, int]:
+    def _fire_batch(self, limit: int) -> tuple[int, int, int]:
         # The lease is measured from this instant, on both clocks: if this beat is paused
         # anywhere after it, the pause counts against the lease before anything is published.
         now, started = self.clock.now(), self.clock.monotonic()
         won: set[FireKey] = set()
+        planned = 0
         try:
-            with self.store.claim_due(now, self.settings.batch_size, self.beat) as batch:
+            with self.store.claim_due(now, limit, self.beat) as batch:
                 if not batch.schedules:
                     return 0, 0, 0
+                planned = len(batch.schedules)
                 states = runs.run_states(
                     batch.connection, batch.schedules, now, self.settings.max_run_time
                 )
@@ -222,12 +243,31 @@ class Ticker:
         except BaseException:
             self.lock.release(won)
             raise
+        finally:
+            # Also after a failure: a transaction the server ended for running long must not
+            # be tried again at the same size, forever.
+            if planned:
+                self._adapt_batch_size(planned, self.clock.monotonic() - started)
         self._log_decisions(applied)
         if self._ahead is not None:
             self._ahead.submit(requests, started)
         else:
             self.publish_recorded(requests, started)
         return len(transitions), len(requests), len(transitions) - len(applied)
+
+    def _adapt_batch_size(self, planned: int, took: float) -> None:
+        lease = self.settings.lock_ttl.total_seconds()
+        before = self.batch_size
+        self.batch_size = next_batch_size(before, took, lease, self.settings.batch_size)
+        if self.batch_size < before:
+            logger.warning(
+                "dbeat: a batch of %d due schedules took %.1f s (lease %.0f s); claiming %d at a"
+                " time",
+                planned,
+                took,
+                lease,
+                self.batch_size,
+            )
 
     def housekeeping(self) -> None:
         """The periodic part of a tick: heartbeat, fires other beats (or buffering) left to
