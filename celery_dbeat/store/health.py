@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from .models import FireStatus, RunStatus
 from .queries import F, S
+from .reading import chunked
 
 __all__ = ["HEALTH_WINDOW", "HealthCandidate", "unhealthy_candidates"]
 
@@ -155,8 +156,7 @@ def unhealthy_candidates(conn: Connection, window: int = HEALTH_WINDOW) -> list[
     # The last ended fires, by primary key.
     ids = [row.last_id for row in found if row.last_id is not None]
     fires: dict[int, Any] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+    for chunk in chunked(ids):
         for fire in conn.execute(
             sa.select(
                 F.c.id,

@@ -21,7 +21,7 @@ from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
 from ..planning import due_times, fire_task_id
 from .models import FireStatus
 from .queries import B, F, S, Store
-from .reading import read_rows
+from .reading import chunked, read_rows
 
 __all__ = [
     "API_ORIGIN",
@@ -134,8 +134,7 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
     report = SyncReport()
     names = [d.name for d in definitions]
     existing: dict[str, Row[Any]] = {}
-    for start in range(0, len(names), 500):
-        chunk = names[start : start + 500]
+    for chunk in chunked(names):
         rows, _ = read_rows(conn, sa.select(S).where(S.c.name.in_(chunk)))
         existing.update((r.name, r) for r in rows)
     inserts: list[dict[str, Any]] = []
@@ -179,22 +178,16 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
         report.updated.append(d.name)
     if inserts:
         conn.execute(sa.insert(S), inserts)
-    gone = (
-        conn.execute(
-            sa.select(S.c.name).where(
-                S.c.origin == CONFIG_ORIGIN, S.c.name.not_in(names) if names else sa.true()
-            )
-        )
-        .scalars()
-        .all()
-    )
-    if gone:
+    listed = set(names)
+    configured = conn.execute(sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN)).scalars()
+    gone = sorted(name for name in configured if name not in listed)
+    for chunk in chunked(gone):
         conn.execute(
             sa.update(S)
-            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(gone))
+            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(chunk))
             .values(enabled=False, origin=REMOVED_ORIGIN, updated_at=now, version=S.c.version + 1)
         )
-        report.disabled.extend(gone)
+    report.disabled.extend(gone)
     return report
 
 
@@ -291,10 +284,13 @@ def lock_schedules(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
     """The rows ``names``, locked against other writers until the transaction ends (in id
     order, so that two batches never wait on each other in a cycle)."""
     wanted = sorted(set(names))
-    query = sa.select(S).where(S.c.name.in_(wanted)).order_by(S.c.id)
-    if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
-        query = query.with_for_update()
-    rows, _ = read_rows(conn, query)
+    rows: list[Row[Any]] = []
+    for chunk in chunked(wanted):
+        query = sa.select(S).where(S.c.name.in_(chunk)).order_by(S.c.id)
+        if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
+            query = query.with_for_update()
+        rows += read_rows(conn, query)[0]
+    rows.sort(key=lambda row: row.id)
     if len(rows) < len(wanted):
         found = {r.name for r in rows}
         raise ScheduleNotFound(next(n for n in wanted if n not in found))
@@ -476,10 +472,8 @@ def create_schedules(conn: Connection, definitions: Sequence[Definition], now: d
         if name in seen:
             raise ValidationError("name", name, "is given twice in one batch")
         seen.add(name)
-    for start in range(0, len(names), 1000):
-        taken = conn.execute(
-            sa.select(S.c.name).where(S.c.name.in_(names[start : start + 1000])).limit(1)
-        ).first()
+    for chunk in chunked(names):
+        taken = conn.execute(sa.select(S.c.name).where(S.c.name.in_(chunk)).limit(1)).first()
         if taken is not None:
             raise ScheduleExists(taken.name)
     try:

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from .database import IDLE_IN_TRANSACTION, create_engine
 from .models import Beat, Fire, FireStatus, Schedule
-from .reading import UNREADABLE, read_rows
+from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
 
 __all__ = [
     "PUBLISH_COLUMNS",
@@ -340,17 +340,17 @@ class DueBatch:
 
         # A slot can already be recorded when an edit moved next_run_at back onto it; such
         # slots are left as they are (published, or being published, by whoever recorded them).
-        wanted = {(t.schedule.id, f.slot) for t in applied for f in t.fires}
+        wanted = sorted({(t.schedule.id, f.slot) for t in applied for f in t.fires})
         existing: set[tuple[int, datetime]] = set()
-        if wanted:
-            ids = sorted({sid for sid, _ in wanted})
-            slots = sorted({slot for _, slot in wanted})
+        for chunk in chunked(wanted, IN_CHUNK // 2):
+            ids = sorted({sid for sid, _ in chunk})
+            slots = sorted({slot for _, slot in chunk})
             rows = conn.execute(
                 sa.select(F.c.schedule_id, F.c.slot).where(
                     F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
                 )
             )
-            existing = {(r.schedule_id, r.slot) for r in rows}
+            existing.update((r.schedule_id, r.slot) for r in rows)
 
         inserts: list[dict[str, Any]] = []
         published: list[PublishRequest] = []
@@ -607,11 +607,12 @@ class Store:
         if not task_ids:
             return
         with self.engine.begin() as conn:
-            conn.execute(
-                sa.update(F)
-                .where(F.c.task_id.in_(list(task_ids)), F.c.status == FireStatus.PENDING.value)
-                .values(status=FireStatus.SENT.value, sent_at=now, beat=beat, error=None)
-            )
+            for chunk in chunked(task_ids):
+                conn.execute(
+                    sa.update(F)
+                    .where(F.c.task_id.in_(chunk), F.c.status == FireStatus.PENDING.value)
+                    .values(status=FireStatus.SENT.value, sent_at=now, beat=beat, error=None)
+                )
 
     def mark_publish_failed(
         self, task_id: str, error: str, retry_at: datetime, *, give_up: bool

@@ -1,4 +1,9 @@
-"""Reading schedule rows that may hold values the driver cannot convert.
+"""Reading rows: IN lists in chunks, and schedule rows that may hold values the driver cannot
+convert.
+
+Every IN list goes through :func:`chunked`: a statement's parameters are bounded on every
+backend (65,535 for psycopg and MySQL's protocol, 32,766 for SQLite), and 100,000 entries in
+``beat_schedule`` must not make one statement of them.
 
 A hand-edited row can hold what no validation allowed: PostgreSQL's ``'-infinity'`` or
 ``'infinity'`` in a timestamp column (psycopg refuses to load them), or text that is no
@@ -12,17 +17,28 @@ ids (a few queries per bad row), and each bad row's columns are tried one by one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from .models import Schedule
 
-__all__ = ["UNREADABLE", "read_rows", "unreadable_message"]
+__all__ = ["IN_CHUNK", "UNREADABLE", "chunked", "read_rows", "unreadable_message"]
 
 S = cast(sa.Table, Schedule.__table__)
+T = TypeVar("T")
+
+#: Most values in one IN list (or rows in one bulk statement's list of keys).
+IN_CHUNK = 1000
+
+
+def chunked(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
 
 #: What converting a stored value raises while its row is read: psycopg's ``DataError``
 #: (wrapped by SQLAlchemy), SQLAlchemy's own processors' ``ValueError`` and ``OverflowError``.
@@ -49,7 +65,8 @@ def read_rows(conn: Connection, query: sa.Select[Any]) -> tuple[list[Row[Any]], 
     ids = list(conn.execute(query.with_only_columns(S.c.id)).scalars())
     found: dict[int, Row[Any]] = {}
     problems: dict[int, str] = {}
-    _read(conn, query, ids, found, problems)
+    for chunk in chunked(ids):
+        _read(conn, query, list(chunk), found, problems)
     return [found[i] for i in ids if i in found], problems
 
 
