@@ -7,46 +7,20 @@ the app was configured with ``namespace="CELERY"``, as Django projects do).
 from __future__ import annotations
 
 import os
-import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from .durations import parse_duration
 from .errors import ConfigurationError
 from .misfire import MisfirePolicy, MisfireRules
+from .urls import mask_url
 
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
 
 DEFAULT_DATABASE_URL = "sqlite:///celerybeat-dbeat.sqlite3"
-
-
-#: A query parameter holding a secret (``?password=`` of redis-py, ``sslpassword`` of libpq).
-_SECRET_PARAMETER = re.compile(r"((?:^|&)[^=&]*password=)[^&]*", re.IGNORECASE)
-
-
-def mask_url(url: str | None) -> str:
-    """``url`` with any password replaced by ``***``, for banners, logs and errors.
-
-    A list of URLs separated by ``;`` (Sentinel's, a cluster's) is masked URL by URL.
-    """
-    if not url:
-        return str(url)
-    if ";" in url and url.count("://") > 1:
-        return ";".join(mask_url(part) for part in url.split(";"))
-    parts = urlsplit(url)
-    netloc, query = parts.netloc, _SECRET_PARAMETER.sub(r"\1***", parts.query)
-    if parts.password is not None:
-        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
-    # Spliced into the original text: urlunsplit would turn ``unix:///path`` into ``unix:/path``.
-    scheme, sep, rest = url.partition("://")
-    rest = netloc + rest[len(parts.netloc) :]
-    if query != parts.query:
-        rest = rest.replace(f"?{parts.query}", f"?{query}", 1)
-    return scheme + sep + rest
 
 
 def _default_instance() -> str:
@@ -94,8 +68,8 @@ class Settings:
     history_retention: timedelta | None = timedelta(days=30)
     #: Serve Prometheus metrics on this port (needs ``celery-dbeat[metrics]``); ``None``: off.
     metrics_port: int | None = None
-    #: Address the metrics server listens on.
-    metrics_address: str = "0.0.0.0"
+    #: Address the metrics server listens on (this host only, unless set to e.g. ``0.0.0.0``).
+    metrics_address: str = "127.0.0.1"
     #: Name of this beat in fire history and logs.
     instance_name: str = field(default_factory=_default_instance)
     #: Added to this beat's clock; only for simulating skewed hosts in tests.
@@ -112,7 +86,9 @@ class Settings:
             if namespace and name.startswith(namespace):
                 name = name[len(namespace) :]
             if name.startswith("dbeat_") and name not in known:
-                raise ConfigurationError(key, app.conf.get(key), "unknown setting (misspelt?)")
+                raise ConfigurationError(
+                    key, app.conf.get(key), "unknown setting (misspelt?)", hidden=True
+                )
         values = {
             f.name: app.conf.get(f"dbeat_{f.name}")
             for f in fields(cls)
@@ -126,7 +102,9 @@ class Settings:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigurationError(f"dbeat_{unknown[0]}", values[unknown[0]], "unknown setting")
+            raise ConfigurationError(
+                f"dbeat_{unknown[0]}", values[unknown[0]], "unknown setting", hidden=True
+            )
         clean: dict[str, Any] = {}
         for name, value in values.items():
             clean[name] = _validate(name, value)

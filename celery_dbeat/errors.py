@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import reprlib
 
+from .urls import mask_url
+
 __all__ = [
     "ConfigurationError",
     "DBeatError",
@@ -47,18 +49,21 @@ _short = _Short()
 
 def shown(value: object) -> str:
     """``repr(value)``, shortened: an error message must stay readable (and ``repr`` of a
-    5,000-digit integer even raises)."""
+    5,000-digit integer even raises). A URL is shown with its password hidden."""
+    if isinstance(value, str) and "://" in value:
+        value = mask_url(value)
     return _short.repr(value)
 
 
 class ConfigurationError(DBeatError):
     """A ``dbeat_*`` setting is invalid. The message names the key and the value."""
 
-    def __init__(self, key: str, value: object, problem: str) -> None:
+    def __init__(self, key: str, value: object, problem: str, *, hidden: bool = False) -> None:
+        """``hidden``: leave the value out of the message (a misspelt key may hold a secret)."""
         self.key = key
         self.value = value
         self.problem = problem
-        super().__init__(f"{key}={shown(value)}: {problem}")
+        super().__init__(f"{key}: {problem}" if hidden else f"{key}={shown(value)}: {problem}")
 
 
 class ValidationError(DBeatError, ValueError):

@@ -87,12 +87,25 @@ class DstFold(str, enum.Enum):
     BOTH = "both"  #: fire at both (the real clock; cron(8) for wildcard expressions)
 
 
+#: Zone files whose meaning differs between hosts: the host's own zone, the POSIX rules file,
+#: the "zone not set" placeholder, and the posix/ and right/ (leap-second) copies of the tree.
+_HOST_DEPENDENT_ZONE = re.compile(r"(?i)(localtime|posixrules|factory|posix/.*|right/.*)\Z")
+
+
 def load_zone(name: str, field_name: str = "timezone") -> ZoneInfo:
     if isinstance(name, str) and len(name) > MAX_ZONE:
         raise ValidationError(field_name, name, f"is longer than {MAX_ZONE} characters")
     if not isinstance(name, str) or not name:
         raise ValidationError(
             field_name, name, "must be an IANA time zone name such as 'Europe/Paris'"
+        )
+    if _HOST_DEPENDENT_ZONE.match(name):
+        # The same name would mean another zone (or leap-second time) on another host.
+        raise ValidationError(
+            field_name,
+            name,
+            "depends on the host's tz files (localtime, posixrules, Factory, posix/..., "
+            "right/...); use an IANA name such as 'Europe/Paris'",
         )
     try:
         return ZoneInfo(name)

@@ -25,7 +25,7 @@ def test_the_banner_masks_passwords_and_shows_contradicting_settings() -> None:
     assert "s3cret" not in text
     assert "hunter2" not in text
     assert "postgresql+psycopg://beat:***@db.example/prod" in text
-    assert "dbeat metrics -> http://0.0.0.0:9808/metrics" in text
+    assert "dbeat metrics -> http://127.0.0.1:9808/metrics" in text
     assert "dbeat WARNING -> dbeat_lock_ttl (90 s) is not below dbeat_misfire_tolerance" in text
 
 

@@ -41,7 +41,7 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.max_run_time == timedelta(hours=1)
     assert settings.history_retention == timedelta(days=30)
     assert settings.metrics_port is None
-    assert settings.metrics_address == "0.0.0.0"
+    assert settings.metrics_address == "127.0.0.1"  # this host only
     assert settings.redis_options == {}
 
 
@@ -99,8 +99,6 @@ def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expecte
 @pytest.mark.parametrize(
     ("values", "key", "fragment"),
     [
-        pytest.param({"bogus": 1}, "dbeat_bogus", "unknown setting", id="unknown-key"),
-        pytest.param({"lock_tll": 60}, "dbeat_lock_tll", "unknown setting", id="misspelt-key"),
         pytest.param({"database_url": ""}, "dbeat_database_url", "non-empty", id="empty-url"),
         pytest.param({"database_url": None}, "dbeat_database_url", "non-empty", id="none-url"),
         pytest.param({"engine_options": []}, "dbeat_engine_options", "dict", id="engine-list"),
@@ -274,6 +272,24 @@ def test_an_unknown_dbeat_key_on_the_app_is_rejected() -> None:
         Settings.from_app(app_with(_MisspeltConfig))
 
 
+def test_a_misspelt_key_never_shows_its_value_and_a_bad_url_hides_its_password() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping({"redis_ulr": "redis://:secret@h:6379/0"})
+    assert str(caught.value) == "dbeat_redis_ulr: unknown setting"
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping({"lock_tll": 60})
+    assert (caught.value.key, str(caught.value)) == (
+        "dbeat_lock_tll",
+        "dbeat_lock_tll: unknown setting",
+    )
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping({"redis_url": "redis://:se/cret@h:6379/0", "lock_ttl": "soon"})
+    assert "secret" not in str(caught.value)
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping({"database_url": "postgresql://u:secret@h/db", "batch_size": 0})
+    assert "secret" not in str(caught.value)
+
+
 # mask_url ---------------------------------------------------------------------------------------
 
 
@@ -289,6 +305,14 @@ def test_an_unknown_dbeat_key_on_the_app_is_rejected() -> None:
         pytest.param("postgresql://u:pa@ss@h/db", "postgresql://u:***@h/db", id="raw-at-in-pw"),
         pytest.param("redis://:secret@h:6379/0", "redis://:***@h:6379/0", id="redis-no-user"),
         pytest.param("redis://u:pw@[::1]:6379", "redis://u:***@[::1]:6379", id="ipv6"),
+        pytest.param(
+            "postgresql://u:se/cr#et@h/db", "postgresql://u:***@h/db", id="slash-and-hash-in-pw"
+        ),
+        pytest.param(
+            "redis://:x@h/0?password=secret&ssl=1",
+            "redis://:***@h/0?password=***&ssl=1",
+            id="query",
+        ),
         pytest.param("postgresql://beat@db/s", "postgresql://beat@db/s", id="no-password"),
         pytest.param("sqlite:///beat.sqlite3", "sqlite:///beat.sqlite3", id="sqlite"),
         pytest.param("", "", id="empty"),

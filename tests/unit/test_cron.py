@@ -885,3 +885,19 @@ def test_day_fields_combine_as_in_cron8(expr: str, expected: list[str]) -> None:
 def test_last_nearest_weekday_and_nth_weekday_fields(expr: str, expected: list[str]) -> None:
     slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2025, 1, 1, tzinfo=timezone.utc))
     assert [next(slots).strftime("%Y-%m-%d") for _ in expected] == expected
+
+
+@pytest.mark.parametrize(
+    "zone",
+    [
+        pytest.param("localtime", id="localtime"),
+        pytest.param("posixrules", id="posixrules"),
+        pytest.param("Factory", id="factory"),
+        pytest.param("posix/Europe/Paris", id="posix-tree"),
+        pytest.param("right/Europe/Paris", id="right-tree-leap-seconds"),
+    ],
+)
+def test_zones_whose_meaning_depends_on_the_host_are_refused(zone: str) -> None:
+    with pytest.raises(ValidationError, match="depends on the host's tz files") as caught:
+        CronSpec.parse("0 * * * *", zone)
+    assert caught.value.field == "timezone"
