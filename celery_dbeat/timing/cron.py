@@ -30,7 +30,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from ..errors import ValidationError
 
-__all__ = ["CronSpec", "DstFold", "DstGap", "load_zone"]
+__all__ = ["HOST_DEPENDENT_ZONE", "CronSpec", "DstFold", "DstGap", "load_zone"]
 
 UTC = timezone.utc
 
@@ -89,7 +89,7 @@ class DstFold(str, enum.Enum):
 
 #: Zone files whose meaning differs between hosts: the host's own zone, the POSIX rules file,
 #: the "zone not set" placeholder, and the posix/ and right/ (leap-second) copies of the tree.
-_HOST_DEPENDENT_ZONE = re.compile(r"(?i)(localtime|posixrules|factory|posix/.*|right/.*)\Z")
+HOST_DEPENDENT_ZONE = re.compile(r"(?i)(localtime|posixrules|factory|posix/.*|right/.*)\Z")
 
 
 def load_zone(name: str, field_name: str = "timezone") -> ZoneInfo:
@@ -99,7 +99,7 @@ def load_zone(name: str, field_name: str = "timezone") -> ZoneInfo:
         raise ValidationError(
             field_name, name, "must be an IANA time zone name such as 'Europe/Paris'"
         )
-    if _HOST_DEPENDENT_ZONE.match(name):
+    if HOST_DEPENDENT_ZONE.match(name):
         # The same name would mean another zone (or leap-second time) on another host.
         raise ValidationError(
             field_name,
