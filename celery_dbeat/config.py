@@ -17,6 +17,7 @@ from .durations import parse_duration
 from .errors import ConfigurationError
 from .misfire import MisfirePolicy, MisfireRules
 from .urls import mask_url
+from .validation import MAX_CATCHUP_LIMIT
 
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
 
@@ -207,14 +208,18 @@ def _validate(name: str, value: Any) -> Any:
         return _duration(key, value, allow_zero=True)
     if name in ("lock_ttl", "max_interval", "publish_retry_window", "max_run_time"):
         return _duration(key, value)
-    if name in ("catchup_limit", "batch_size"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < (name == "batch_size"):
+    if name == "batch_size":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigurationError(key, value, "must be a whole number >= 1")
+        return value
+    if name == "catchup_limit":
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 0 <= value <= MAX_CATCHUP_LIMIT
+        ):
             raise ConfigurationError(
-                key,
-                value,
-                "must be a whole number >= 1"
-                if name == "batch_size"
-                else "must be a whole number >= 0",
+                key, value, f"must be a whole number from 0 to {MAX_CATCHUP_LIMIT}"
             )
         return value
     if name in ("auto_migrate", "sync_beat_schedule"):

@@ -17,7 +17,7 @@ from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar, SpecFields
 from .timing import Timing, build_timing
-from .validation import dump_json, parse_args, parse_kwargs, parse_options
+from .validation import MAX_CATCHUP_LIMIT, dump_json, parse_args, parse_kwargs, parse_options
 
 __all__ = [
     "CREATE_ARGUMENTS",
@@ -122,13 +122,11 @@ def _seconds(field_name: str, value: Any, rule: str, *, zero: bool) -> float | N
 MAX_WHOLE = 2**31 - 1
 
 
-def _bounded_whole(field_name: str, value: Any, least: int) -> None:
+def _bounded_whole(field_name: str, value: Any, least: int, most: int = MAX_WHOLE) -> None:
     if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or not least <= value <= MAX_WHOLE
+        isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most
     ):
-        raise ValidationError(
-            field_name, value, f"must be a whole number from {least} to {MAX_WHOLE}"
-        )
+        raise ValidationError(field_name, value, f"must be a whole number from {least} to {most}")
 
 
 def _choice(
@@ -205,7 +203,7 @@ class Definition:
         if not isinstance(enabled, bool):
             raise ValidationError("enabled", enabled, "must be true or false")
         _bounded_whole("max_runs", max_runs, 1)
-        _bounded_whole("catchup_limit", catchup_limit, 0)
+        _bounded_whole("catchup_limit", catchup_limit, 0, MAX_CATCHUP_LIMIT)
         policy = _choice("misfire_policy", misfire_policy, MisfirePolicy)
         grace = _seconds("misfire_grace", misfire_grace, "must be a positive duration", zero=False)
         overlap = _choice("overlap_policy", overlap_policy, OverlapPolicy)

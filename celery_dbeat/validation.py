@@ -9,9 +9,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kombu import compression
+from kombu.exceptions import SerializerNotInstalled
+from kombu.serialization import dumps as kombu_dumps
+from kombu.serialization import registry as kombu_serializers  # type: ignore[attr-defined]
+
 from .errors import ValidationError
 
-__all__ = ["ALLOWED_OPTIONS", "dump_json", "parse_args", "parse_kwargs", "parse_options"]
+__all__ = [
+    "ALLOWED_OPTIONS",
+    "MAX_CATCHUP_LIMIT",
+    "MAX_DELAY_SECONDS",
+    "MAX_JSON_BYTES",
+    "RESERVED_HEADERS",
+    "dump_json",
+    "parse_args",
+    "parse_kwargs",
+    "parse_options",
+]
 
 #: Options passed through to ``apply_async``. ``task_id`` is ours (deterministic per fire), and
 #: ``eta`` would be a second scheduler; both are refused.
@@ -36,6 +51,47 @@ ALLOWED_OPTIONS = frozenset(
 
 #: Deepest nesting of lists and objects accepted in args, kwargs and options.
 MAX_DEPTH = 100
+
+#: Largest ``countdown`` and ``expires`` accepted, in seconds (31 days): a longer delay is a
+#: typo or a second scheduler hidden in the broker, and holds a message there for a month.
+MAX_DELAY_SECONDS = 31 * 24 * 3600
+
+#: Largest args, kwargs or options, in bytes of the JSON text as stored: the most a ``TEXT``
+#: column holds on MySQL and MariaDB, so the limit is the same on every backend.
+MAX_JSON_BYTES = 65_535
+
+#: Most fires the ``all`` misfire policy may send for one outage, per schedule and in the
+#: ``dbeat_catchup_limit`` setting: every one of them is published inside one tick.
+MAX_CATCHUP_LIMIT = 10_000
+
+#: Message headers Celery sets itself (protocol 2, ``celery.app.amqp.AMQP.as_task_v2``) and
+#: ``celery_beat_task``, which beat sets. A custom header of the same name replaces Celery's
+#: (the task name, the id that makes a fire exactly-once, the eta...), so it is refused. Header
+#: names are case-sensitive on the wire; ``dbeat_*`` is refused in any case as well.
+RESERVED_HEADERS = frozenset(
+    {
+        "lang",
+        "task",
+        "id",
+        "shadow",
+        "eta",
+        "expires",
+        "group",
+        "group_index",
+        "retries",
+        "timelimit",
+        "root_id",
+        "parent_id",
+        "argsrepr",
+        "kwargsrepr",
+        "origin",
+        "ignore_result",
+        "replaced_task_nesting",
+        "stamped_headers",
+        "stamps",
+        "celery_beat_task",
+    }
+)
 
 
 def _load(field: str, value: Any) -> Any:
@@ -65,11 +121,53 @@ def _plain(field: str, value: Any, depth: int = 0) -> None:
 
 
 def dump_json(field: str, value: Any) -> str:
+    """The canonical JSON text stored for ``value``, at most :data:`MAX_JSON_BYTES` long."""
     _plain(field, value)
     try:
-        return json.dumps(value, sort_keys=True, allow_nan=False)
+        text = json.dumps(value, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, value, f"must be JSON-serialisable ({exc})") from None
+    size = len(text.encode())
+    if size > MAX_JSON_BYTES:
+        raise ValidationError(
+            field, value, f"is {size:,} bytes as JSON; at most {MAX_JSON_BYTES:,} are allowed"
+        )
+    return text
+
+
+def _serializers() -> list[str]:
+    """Serializers kombu can encode with in this process (``msgpack`` and ``yaml`` are listed
+    by kombu even when their library is missing, and fail only when a message is sent)."""
+    usable = []
+    for name in sorted(kombu_serializers.name_to_type):
+        try:
+            kombu_dumps(((), {}, {}), name)
+        except SerializerNotInstalled:
+            continue
+        except Exception:  # the codec exists; a real body is the app's business
+            pass
+        usable.append(name)
+    return usable
+
+
+def _compressions() -> list[str]:
+    """Compression names kombu knows: its aliases (``gzip``, ``bzip2``...) and content types."""
+    types = set(compression.encoders())
+    aliases = getattr(compression, "_aliases", {})
+    return sorted(types | {alias for alias, target in aliases.items() if target in types})
+
+
+def _headers(headers: dict[str, Any]) -> None:
+    for key in headers:
+        if not isinstance(key, str):
+            continue  # dump_json refuses it with the message about keys
+        if key in RESERVED_HEADERS or key.lower().startswith("dbeat_"):
+            raise ValidationError(
+                "options.headers",
+                key,
+                "is a header Celery or celery-dbeat sets itself; a custom header may not be "
+                "named dbeat_* or any of " + ", ".join(sorted(RESERVED_HEADERS)),
+            )
 
 
 def parse_args(value: Any) -> list[Any]:
@@ -112,6 +210,14 @@ def parse_options(value: Any) -> dict[str, Any]:
             isinstance(number, bool) or not isinstance(number, (int, float)) or number < 0
         ):
             raise ValidationError(f"options.{key}", number, "must be a number of seconds >= 0")
+    for key in ("expires", "countdown"):
+        number = data.get(key)
+        if number is not None and not number <= MAX_DELAY_SECONDS:
+            raise ValidationError(
+                f"options.{key}",
+                number,
+                f"must be at most {MAX_DELAY_SECONDS:,} seconds (31 days)",
+            )
     headers = data.get("headers")
     if headers is not None and not isinstance(headers, dict):
         raise ValidationError("options.headers", headers, "must be a JSON object")
@@ -119,5 +225,21 @@ def parse_options(value: Any) -> dict[str, Any]:
         text = data.get(key)
         if text is not None and not isinstance(text, str):
             raise ValidationError(f"options.{key}", text, "must be a string")
+    if headers:
+        _headers(headers)
+    serializer = data.get("serializer")
+    if serializer is not None and serializer not in (usable := _serializers()):
+        raise ValidationError(
+            "options.serializer",
+            serializer,
+            f"is not a serializer kombu can encode with here; one of: {', '.join(usable)}",
+        )
+    codec = data.get("compression")
+    if codec is not None and codec not in (known := _compressions()):
+        raise ValidationError(
+            "options.compression",
+            codec,
+            f"is not a compression kombu knows; one of: {', '.join(known)}",
+        )
     dump_json("options", data)
     return data

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from celery_dbeat.validation import MAX_CATCHUP_LIMIT, MAX_DELAY_SECONDS, MAX_JSON_BYTES
+
 
 @dataclass(frozen=True)
 class BadInput:
@@ -50,6 +52,54 @@ BAD_INPUTS = [
     ),
     BadInput(
         "options-bad-priority", {"options": '{"priority": 300}'}, "options.priority", "0..255"
+    ),
+    BadInput(
+        "options-header-overrides-celery",
+        {"options": '{"headers": {"id": "x"}}'},
+        "options.headers",
+        "a header Celery or celery-dbeat sets itself",
+    ),
+    BadInput(
+        "options-header-is-dbeat",
+        {"options": '{"headers": {"DBeat_Slot": "x"}}'},
+        "options.headers",
+        "may not be named dbeat_*",
+    ),
+    BadInput(
+        "options-unknown-serializer",
+        {"options": '{"serializer": "xml"}'},
+        "options.serializer",
+        "not a serializer kombu can encode with",
+    ),
+    BadInput(
+        "options-unknown-compression",
+        {"options": '{"compression": "rar"}'},
+        "options.compression",
+        "not a compression kombu knows",
+    ),
+    BadInput(
+        "options-countdown-too-large",
+        {"options": f'{{"countdown": {MAX_DELAY_SECONDS + 1}}}'},
+        "options.countdown",
+        "at most 2,678,400 seconds",
+    ),
+    BadInput(
+        "options-expires-too-large",
+        {"options": '{"expires": 1e9}'},
+        "options.expires",
+        "at most 2,678,400 seconds",
+    ),
+    BadInput(
+        "catchup-limit-too-large",
+        {"catchup_limit": str(MAX_CATCHUP_LIMIT + 1)},
+        "catchup_limit",
+        "from 0 to 10000",
+    ),
+    BadInput(
+        "args-too-large",
+        {"args": '["' + "x" * MAX_JSON_BYTES + '"]'},
+        "args",
+        "at most 65,535 are allowed",
     ),
     BadInput("interval-too-short", {"kind": "interval", "every": "0.5"}, "every", "at least 1"),
     BadInput("empty-task", {"task": ""}, "task", "non-empty"),

@@ -36,6 +36,7 @@ def _add_typed(schedules: Schedules, fields: dict[str, Any]) -> None:
         kwargs=fields["kwargs"],
         options=fields["options"],
         misfire_policy=fields.get("misfire_policy"),
+        catchup_limit=None if fields.get("catchup_limit") is None else int(fields["catchup_limit"]),
         overlap_policy=fields.get("overlap_policy"),
         max_run_time=fields.get("max_run_time"),
     )

@@ -61,6 +61,7 @@ def test_settings_have_the_documented_defaults() -> None:
         pytest.param("misfire_tolerance", 0, timedelta(0), id="tolerance-zero"),
         pytest.param("misfire_tolerance", "1m30s", timedelta(seconds=90), id="tolerance-1m30s"),
         pytest.param("catchup_limit", 0, 0, id="catchup-limit-zero"),
+        pytest.param("catchup_limit", 10_000, 10_000, id="catchup-limit-at-cap"),
         pytest.param("lock_ttl", "5m", timedelta(minutes=5), id="lock-ttl-5m"),
         pytest.param("lock_ttl", timedelta(seconds=30), timedelta(seconds=30), id="lock-ttl-td"),
         pytest.param("max_interval", "2.5", timedelta(seconds=2.5), id="max-interval-string"),
@@ -142,7 +143,10 @@ def test_each_setting_accepts_its_documented_forms(key: str, value: Any, expecte
             id="retry-window-zero",
         ),
         pytest.param(
-            {"catchup_limit": -1}, "dbeat_catchup_limit", ">= 0", id="catchup-limit-negative"
+            {"catchup_limit": -1}, "dbeat_catchup_limit", "from 0", id="catchup-limit-negative"
+        ),
+        pytest.param(
+            {"catchup_limit": 10_001}, "dbeat_catchup_limit", "to 10000", id="catchup-over-cap"
         ),
         pytest.param({"catchup_limit": "5"}, "dbeat_catchup_limit", "whole", id="catchup-string"),
         pytest.param({"catchup_limit": 2.5}, "dbeat_catchup_limit", "whole", id="catchup-float"),

@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
+from celery_dbeat import Cron
+from celery_dbeat.definitions import Definition
 from celery_dbeat.durations import parse_duration
 from celery_dbeat.errors import ValidationError
 from celery_dbeat.validation import (
     ALLOWED_OPTIONS,
+    MAX_CATCHUP_LIMIT,
+    MAX_DELAY_SECONDS,
+    MAX_JSON_BYTES,
+    RESERVED_HEADERS,
     dump_json,
     parse_args,
     parse_kwargs,
@@ -147,6 +153,103 @@ def test_bad_options_are_rejected_naming_the_option(value: Any, field: str, frag
     assert fragment in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"headers": {"trace": "abc", "x-id": 1}}, id="custom-headers"),
+        pytest.param({"headers": {"ID": "x", "Task": "y"}}, id="celery-names-in-another-case"),
+        pytest.param({"headers": {"my_dbeat_tag": 1}}, id="dbeat-not-a-prefix"),
+        pytest.param({"headers": {}}, id="no-headers"),
+        pytest.param({"serializer": "json"}, id="json"),
+        pytest.param({"serializer": "pickle"}, id="pickle"),
+        pytest.param({"serializer": "yaml"}, id="yaml"),
+        pytest.param({"compression": "gzip"}, id="gzip"),
+        pytest.param({"compression": "zlib"}, id="zlib"),
+        pytest.param({"compression": "bzip2"}, id="bzip2"),
+        pytest.param({"compression": "application/x-gzip"}, id="compression-content-type"),
+        pytest.param({"serializer": None, "compression": None}, id="null-encoding"),
+        pytest.param({"countdown": MAX_DELAY_SECONDS}, id="countdown-at-the-bound"),
+        pytest.param({"expires": float(MAX_DELAY_SECONDS)}, id="expires-at-the-bound"),
+        pytest.param({"time_limit": 10**9}, id="time-limit-unbounded"),
+    ],
+)
+def test_options_that_publish_as_asked_are_accepted(value: dict[str, Any]) -> None:
+    assert parse_options(value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "fragment"),
+    [
+        *(
+            pytest.param(
+                {"headers": {name: "x"}}, "options.headers", "sets itself", id=f"header-{name}"
+            )
+            for name in sorted(RESERVED_HEADERS)
+        ),
+        pytest.param(
+            {"headers": {"dbeat_schedule": "x"}}, "options.headers", "dbeat_*", id="dbeat-schedule"
+        ),
+        pytest.param(
+            {"headers": {"DBEAT_slot": "x"}}, "options.headers", "dbeat_*", id="dbeat-any-case"
+        ),
+        pytest.param(
+            {"headers": {"dbeat_mine": 1}}, "options.headers", "dbeat_*", id="dbeat-any-name"
+        ),
+        pytest.param({"serializer": "xml"}, "options.serializer", "json", id="unknown-serializer"),
+        pytest.param({"serializer": "JSON"}, "options.serializer", "json", id="serializer-case"),
+        pytest.param({"serializer": "raw"}, "options.serializer", "json", id="raw-serializer"),
+        pytest.param({"serializer": ""}, "options.serializer", "json", id="empty-serializer"),
+        pytest.param({"compression": "rar"}, "options.compression", "gzip", id="unknown-codec"),
+        pytest.param({"compression": ""}, "options.compression", "gzip", id="empty-codec"),
+        pytest.param(
+            {"countdown": MAX_DELAY_SECONDS + 1}, "options.countdown", "2,678,400", id="countdown"
+        ),
+        pytest.param({"expires": 1e12}, "options.expires", "31 days", id="expires"),
+        pytest.param({"expires": float("inf")}, "options.expires", "31 days", id="expires-inf"),
+    ],
+)
+def test_options_that_would_break_publishing_are_refused_naming_the_option(
+    value: dict[str, Any], field: str, fragment: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_options(value)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}=")
+    assert fragment in str(caught.value)
+
+
+def test_a_refused_header_is_named_in_the_message() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_options('{"headers": {"root_id": "x"}}')
+    assert str(caught.value).startswith("options.headers='root_id': ")
+
+
+def test_beat_s_own_headers_are_reserved() -> None:
+    """Beat sets these on every fire; a schedule must not replace them."""
+    assert {"celery_beat_task", "id", "task", "eta"} <= RESERVED_HEADERS
+
+
+def test_a_serializer_kombu_lists_but_cannot_encode_with_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kombu.serialization import registry  # type: ignore[attr-defined]
+
+    monkeypatch.setitem(registry.name_to_type, "missing", "application/x-missing")
+    with pytest.raises(ValidationError) as caught:
+        parse_options({"serializer": "missing"})
+    assert caught.value.field == "options.serializer"
+
+
+def test_a_serializer_the_app_registers_is_accepted() -> None:
+    from kombu.serialization import register, unregister
+
+    register("upper", lambda v: json.dumps(v).upper(), json.loads, "application/x-upper")
+    try:
+        assert parse_options({"serializer": "upper"}) == {"serializer": "upper"}
+    finally:
+        unregister("upper")
+
+
 def test_allowed_options_exclude_task_id_and_eta() -> None:
     assert "task_id" not in ALLOWED_OPTIONS
     assert "eta" not in ALLOWED_OPTIONS
@@ -161,6 +264,51 @@ def test_allowed_options_exclude_task_id_and_eta() -> None:
 )
 def test_dump_json_is_canonical(value: Any, expected: str) -> None:
     assert dump_json("args", value) == expected
+
+
+@pytest.mark.parametrize(
+    ("parse", "field", "value"),
+    [
+        pytest.param(parse_args, "args", ["x" * MAX_JSON_BYTES], id="args"),
+        pytest.param(parse_kwargs, "kwargs", {"k": "x" * MAX_JSON_BYTES}, id="kwargs"),
+        pytest.param(
+            parse_options, "options", {"headers": {"k": "x" * MAX_JSON_BYTES}}, id="options"
+        ),
+        pytest.param(parse_args, "args", ["é" * (MAX_JSON_BYTES // 6 + 1)], id="escaped-unicode"),
+    ],
+)
+def test_a_payload_over_the_size_cap_is_refused_naming_the_field_and_the_limit(
+    parse: Any, field: str, value: Any
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse(value)
+    assert caught.value.field == field
+    assert "at most 65,535 are allowed" in str(caught.value)
+
+
+def test_a_payload_at_the_size_cap_is_accepted() -> None:
+    value = ["x" * (MAX_JSON_BYTES - len('[""]'))]
+    assert len(dump_json("args", value)) == MAX_JSON_BYTES
+    assert parse_args(value) == value
+
+
+def _with_catchup_limit(limit: Any) -> Definition:
+    return Definition.create(
+        name="n", task="t", schedule=Cron("* * * * *", "UTC"), catchup_limit=limit
+    )
+
+
+@pytest.mark.parametrize("limit", [0, 1, MAX_CATCHUP_LIMIT, None])
+def test_a_catchup_limit_up_to_the_cap_is_accepted(limit: int | None) -> None:
+    assert _with_catchup_limit(limit).catchup_limit == limit
+
+
+@pytest.mark.parametrize("limit", [MAX_CATCHUP_LIMIT + 1, 2**31 - 1, -1])
+def test_a_catchup_limit_beyond_the_cap_is_refused_saying_the_range(limit: int) -> None:
+    with pytest.raises(ValidationError) as caught:
+        _with_catchup_limit(limit)
+    assert caught.value.field == "catchup_limit"
+    assert "from 0 to 10000" in str(caught.value)
 
 
 def test_dump_json_rejects_what_json_cannot_hold() -> None:
