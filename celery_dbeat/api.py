@@ -56,8 +56,10 @@ _UNSET: Any = object()
 def _json(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
-        return text  # shown as stored; beat marks such a row with its error
+    except (ValueError, RecursionError):
+        # Not JSON, or nested too deeply to decode (a row written by hand): shown as stored;
+        # beat marks such a row with its error.
+        return text
 
 
 def _spec_of(row: Row[Any]) -> Spec | None:

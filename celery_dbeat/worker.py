@@ -13,7 +13,8 @@ their fire rows (keyed by the deterministic task id) get ``run_status``, ``start
 The signal handlers only append to an in-memory buffer; a background thread per worker process
 writes the buffer to the schedule database every half second, in one statement. While the
 database is unreachable the buffer keeps up to ``CAPACITY`` events and then drops the oldest,
-with a log line: a task never fails or waits because run tracking could not write.
+with a log line: a task never fails or waits because run tracking could not write. An event the
+database refuses for its own values is logged and dropped; the others are written.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from collections import deque
 from datetime import datetime, timezone
 from typing import Any
 
-import sqlalchemy as sa
 from celery import signals
 from celery.utils.log import get_logger
 
@@ -71,6 +71,8 @@ class RunRecorder:
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.dropped = 0
+        #: Runs the database refused for their own values (logged, not retried).
+        self.rejected = 0
         self._events: deque[RunEvent] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -101,8 +103,8 @@ class RunRecorder:
         if not batch:
             return True
         try:
-            record_runs(self.engine, batch)
-        except sa.exc.SQLAlchemyError as exc:
+            rejected = record_runs(self.engine, batch)
+        except Exception as exc:  # the thread must go on whatever the driver raises
             with self._lock:
                 # Put them back in front of anything that arrived meanwhile, within capacity.
                 room = self.capacity - len(self._events)
@@ -114,9 +116,17 @@ class RunRecorder:
                 logger.warning(
                     "dbeat: cannot record task runs in %s, keeping them to retry: %s",
                     mask_url(self.database_url),
-                    str(getattr(exc, "orig", None) or exc).splitlines()[0],
+                    _first_line(exc),
                 )
             return False
+        for run in rejected:
+            self.rejected += 1
+            logger.error(
+                "dbeat: the run of task %r cannot be recorded, %s refused it: %s",
+                run.task_id,
+                mask_url(self.database_url),
+                _first_line(run.error),
+            )
         if self._down_since is not None:
             logger.warning(
                 "dbeat: recording task runs again after %.1f s",
@@ -141,6 +151,11 @@ class RunRecorder:
             if self._stopped:
                 return
             backoff = self.flush_interval if ok else min(backoff * 2, _MAX_BACKOFF)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _recorders: dict[tuple[int, int], RunRecorder] = {}

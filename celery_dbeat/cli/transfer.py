@@ -8,6 +8,7 @@ file, and importing a file twice changes nothing the second time.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 from collections.abc import Mapping
@@ -36,6 +37,39 @@ def _yaml() -> Any:
         ) from None
 
 
+@functools.cache
+def _loader() -> Any:
+    """PyYAML's safe loader, refusing anchors and aliases.
+
+    An alias is a reference, so a few hundred bytes of nested aliases (a "billion laughs")
+    stand for billions of values, which validating the schedule would walk and serialise. An
+    export never writes them; refusing the first anchor or alias keeps a file's cost to its size.
+    """
+    yaml = _yaml()
+
+    def compose_node(loader: Any, parent: Any, index: Any) -> Any:
+        event = loader.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"found {sign}{event.anchor}: YAML anchors and aliases are not accepted",
+                event.start_mark,
+            )
+        return yaml.SafeLoader.compose_node(loader, parent, index)
+
+    return type("ImportLoader", (yaml.SafeLoader,), {"compose_node": compose_node})
+
+
+@functools.cache
+def _dumper() -> Any:
+    """PyYAML's safe dumper, writing a value seen twice out in full rather than as an alias,
+    which :func:`_loader` would refuse."""
+    yaml = _yaml()
+    return type("ExportDumper", (yaml.SafeDumper,), {"ignore_aliases": lambda _self, _data: True})
+
+
 def _format(given: str | None, file: IO[Any]) -> str:
     if given:
         return given
@@ -45,8 +79,12 @@ def _format(given: str | None, file: IO[Any]) -> str:
 
 def dump(document: Mapping[str, Any], fmt: str) -> str:
     if fmt == "yaml":
-        text: str = _yaml().safe_dump(
-            dict(document), sort_keys=False, allow_unicode=True, default_flow_style=False
+        text: str = _yaml().dump(
+            dict(document),
+            Dumper=_dumper(),
+            sort_keys=False,
+            allow_unicode=True,
+            default_flow_style=False,
         )
         return text
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -55,7 +93,9 @@ def dump(document: Mapping[str, Any], fmt: str) -> str:
 def load(text: str, fmt: str, source: str) -> list[Any]:
     """The list of forms in a file's text; refuses anything that is not such a document."""
     try:
-        document = _yaml().safe_load(text) if fmt == "yaml" else json.loads(text)
+        document = _yaml().load(text, Loader=_loader()) if fmt == "yaml" else json.loads(text)
+    except RecursionError:
+        raise CommandError(f"{source}: nested too deeply to read") from None
     except ValueError as exc:  # json.JSONDecodeError
         raise CommandError(f"{source}: not valid JSON: {exc}") from None
     except Exception as exc:  # yaml.YAMLError: PyYAML is optional, so not importable here
@@ -88,6 +128,10 @@ def export(file: IO[str], fmt: str | None, search: str | None) -> None:
             forms.append(definition_to_form(definition_of(info)))
         except ValidationError as exc:
             raise CommandError(f"schedule {info.name!r} cannot be exported: {exc}") from None
+        except RecursionError:
+            raise CommandError(
+                f"schedule {info.name!r} cannot be exported: nested too deeply"
+            ) from None
     if fmt == "yaml":
         _yaml()  # fail before the file is created
     file.write(dump({"version": FORMAT_VERSION, "schedules": forms}, fmt))
@@ -106,6 +150,8 @@ def _parse(entries: list[Any], source: str) -> list[Definition]:
             definition = definition_from_form(entry)
         except ValidationError as exc:
             raise CommandError(f"{where} ({entry.get('name')!r}): {exc}") from None
+        except RecursionError:
+            raise CommandError(f"{where}: nested too deeply") from None
         if definition.name in seen:
             raise CommandError(f"{where}: name {definition.name!r} appears twice")
         seen.add(definition.name)

@@ -1,7 +1,8 @@
 """Runs: what happened to sent fires on the workers, and the SQL the overlap policy needs.
 
 * :func:`record_runs` applies the worker hook's events (started, retried, finished) to fire
-  rows, keyed by the deterministic task id, in one statement per flush.
+  rows, keyed by the deterministic task id, in one statement per flush (one by one when a value
+  of one event made that statement fail, so that the others are still written).
 * :func:`run_states` tells the planner, per schedule, whether a run is still going and whether a
   fire is buffered behind it; :func:`release_buffered` hands buffered fires to the publisher
   once their schedule's run is over.
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from .models import FINAL_RUN_STATUSES, FireStatus, RunStatus
 from .queries import PUBLISH_COLUMNS, F, PublishRequest, S, ScheduleRow, Store
 
 __all__ = [
+    "RejectedRun",
     "RunEvent",
     "prune_history",
     "recent_successes",
@@ -53,6 +56,23 @@ class RunEvent:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class RejectedRun:
+    """A run the database refused for a value of its own; it was not written."""
+
+    task_id: str
+    error: BaseException
+
+
+def _storable(text: str | None, limit: int) -> str | None:
+    """``text`` as every backend can store it, the same on each: PostgreSQL refuses NUL in text,
+    and no driver encodes a lone surrogate (an undecodable file name in an ``OSError``)."""
+    if text is None:
+        return None
+    text = text.replace("\x00", "").encode("utf-8", "backslashreplace").decode("utf-8")
+    return text[:limit]
+
+
 def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
     """One update per task id: its first start, its latest status, and its end if it ended."""
     runs: dict[str, dict[str, Any]] = {}
@@ -69,25 +89,42 @@ def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
             },
         )
         run["t_status"] = event.status.value
-        run["t_worker"] = event.worker or run["t_worker"]
+        run["t_worker"] = _storable(event.worker, 255) or run["t_worker"]
         if event.status is RunStatus.STARTED and run["t_started"] is None:
             run["t_started"] = event.at
         if event.error is not None:
-            run["t_error"] = event.error[:2000]
+            run["t_error"] = _storable(event.error, 2000)
         if event.status.value in FINAL_RUN_STATUSES:
             run["t_finished"] = event.at
-            run["t_runtime"] = event.runtime
+            # MySQL refuses NaN and infinities; PostgreSQL and SQLite would keep them.
+            finite = event.runtime is not None and math.isfinite(event.runtime)
+            run["t_runtime"] = event.runtime if finite else None
     return list(runs.values())
 
 
-def record_runs(engine: Engine, events: Sequence[RunEvent]) -> None:
+def _refused_value(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database or its driver refusing a value of the statement, which
+    retrying cannot cure, rather than the database being unreachable or not ready."""
+    if isinstance(exc, (sa.exc.DataError, sa.exc.IntegrityError)):
+        return True
+    if isinstance(exc, sa.exc.DBAPIError):
+        return False
+    # A bind parameter that could not be converted (StatementError), or a driver's encoding
+    # error, raised before the statement was sent.
+    return isinstance(exc, (sa.exc.StatementError, ValueError, TypeError, OverflowError))
+
+
+def record_runs(engine: Engine, events: Sequence[RunEvent]) -> list[RejectedRun]:
     """Apply worker events to the fires they belong to (events of other tasks match no row).
 
-    A run that already finished is not reopened by a late or redelivered "started".
+    A run that already finished is not reopened by a late or redelivered "started". When the
+    database refuses a value of one run, the runs are written again one by one, each in a
+    savepoint, and the runs refused for their own values are returned, not written. Raises
+    (having written nothing) when the database cannot be written: retrying later loses nothing.
     """
     updates = _fold(events)
     if not updates:
-        return
+        return []
     final = sa.bindparam("t_finished", type_=F.c.finished_at.type)
     statement = (
         sa.update(F)
@@ -106,8 +143,24 @@ def record_runs(engine: Engine, events: Sequence[RunEvent]) -> None:
             worker=sa.func.coalesce(sa.bindparam("t_worker", type_=sa.String()), F.c.worker),
         )
     )
+    try:
+        with engine.begin() as conn:
+            conn.execute(statement, updates)
+        return []
+    except Exception as exc:
+        if not _refused_value(exc):
+            raise
+    rejected: list[RejectedRun] = []
     with engine.begin() as conn:
-        conn.execute(statement, updates)
+        for update in updates:
+            try:
+                with conn.begin_nested():
+                    conn.execute(statement, [update])
+            except Exception as exc:
+                if not _refused_value(exc):
+                    raise
+                rejected.append(RejectedRun(update["t_id"], exc))
+    return rejected
 
 
 def _state(

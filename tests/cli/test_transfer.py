@@ -3,15 +3,18 @@ twice changes nothing the second time, and a bad file changes nothing at all."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 import redis
+import sqlalchemy as sa
 import yaml
 from celery.schedules import crontab
 
 from celery_dbeat.api import Schedules
+from celery_dbeat.cli.transfer import dump, load
 from tests.cli.conftest import Cli, make_app, migrated
 
 
@@ -218,6 +221,43 @@ BAD_FILES = [
         "schedules[1]: name 'a' appears twice",
         id="duplicate-name",
     ),
+    pytest.param(
+        "in.json",
+        "[" * 100_000 + "]" * 100_000,
+        "in.json: nested too deeply to read",
+        id="json-nested-100000-deep",
+    ),
+    pytest.param(
+        "in.yaml",
+        "schedules: " + "[" * 100_000 + "]" * 100_000,
+        "in.yaml: nested too deeply to read",
+        id="yaml-nested-100000-deep",
+    ),
+]
+
+
+def alias_bomb() -> str:
+    """A "billion laughs": each anchor lists the one before 9 times, so the ``args`` of its one
+    schedule stand for 9**10 strings (such a file grew past 1.5 GB on import)."""
+    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"]
+    pairs = itertools.pairwise("abcdefghij")
+    lines += [f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]" for p, n in pairs]
+    lines.append("schedules: [{name: b, task: t, kind: interval, every: 60, args: *j}]")
+    return "\n".join(lines) + "\n"
+
+
+ALIASED_FILES = [
+    pytest.param(alias_bomb(), "found &a: YAML anchors and aliases", id="billion-laughs"),
+    pytest.param(
+        "base: &base {task: t, kind: interval, every: 60}\nschedules: [{<<: *base, name: a}]\n",
+        "found &base: YAML anchors and aliases",
+        id="merge-key",
+    ),
+    pytest.param(
+        "schedules: [{name: a, task: t, kind: interval, every: 60, args: *nowhere}]\n",
+        "found *nowhere: YAML anchors and aliases",
+        id="alias-without-anchor",
+    ),
 ]
 
 
@@ -231,6 +271,32 @@ def test_a_bad_import_file_exits_1_and_writes_nothing(
     cli.fails("import", str(path), code=1, fragment=fragment)
 
     assert cli.ok("list", "--json") == "[]\n"
+
+
+# A guard, not a timing claim: without the refusal the bomb takes minutes and gigabytes.
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("text", "fragment"), ALIASED_FILES)
+def test_a_yaml_file_with_anchors_or_aliases_is_refused_before_it_expands(
+    cli: Cli, tmp_path: Path, text: str, fragment: str
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(text)
+    assert path.stat().st_size < 512
+
+    cli.fails("import", str(path), code=1, fragment=f"in.yaml: not valid YAML: {fragment}")
+
+    assert cli.ok("list", "--json") == "[]\n"
+
+
+def test_a_value_repeated_in_a_yaml_export_is_written_in_full_and_reads_back() -> None:
+    options = {"queue": "q"}  # one object twice: PyYAML's safe_dump writes &id001 ... *id001
+    forms = [{"name": "a", "options": options}, {"name": "b", "options": options}]
+
+    text = dump({"version": 1, "schedules": forms}, "yaml")
+
+    assert "&" not in text, text
+    assert "*" not in text, text
+    assert load(text, "yaml", "out.yaml") == forms
 
 
 def test_a_missing_import_file_is_a_command_line_error(cli: Cli, tmp_path: Path) -> None:
@@ -253,6 +319,44 @@ def test_a_stored_row_beat_cannot_use_is_named_when_exporting(cli: Cli, tmp_path
     )
 
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_stored_row_nested_too_deeply_to_decode_is_shown_as_stored_and_named_by_export(
+    cli_any: Cli, tmp_path: Path
+) -> None:
+    cli_any.ok("add", "deep", "proj.tasks.a", "--every", "1m")
+    cli_any.ok("add", "plain", "proj.tasks.b", "--every", "1m")
+    deep = "[" * 30_000 + "]" * 30_000  # far past the recursion limit; fits MySQL's TEXT
+    url = cli_any.app.conf.dbeat_database_url
+    with Schedules(url) as api, api.store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE dbeat_schedules SET args = :deep, kwargs = :deep WHERE name = 'deep'"),
+            {"deep": deep},
+        )
+
+    with Schedules(url) as api:
+        assert {i.name: (i.args, i.kwargs) for i in api.list()} == {
+            "deep": (deep, deep),
+            "plain": ([], {}),
+        }
+        assert api.get("deep").args == deep
+    listed = json.loads(cli_any.ok("list", "--json"))
+    assert {s["name"]: s["args"] for s in listed} == {"deep": deep, "plain": []}
+    assert [line.split()[0] for line in cli_any.ok("list").splitlines()] == [
+        "NAME",
+        "deep",
+        "plain",
+    ]
+    assert json.loads(cli_any.ok("show", "deep", "--json"))["args"] == deep
+    assert deep in cli_any.ok("show", "deep")
+    cli_any.fails(
+        "export",
+        str(tmp_path / "out.json"),
+        code=1,
+        fragment="schedule 'deep' cannot be exported: args='[[[[",
+    )
+    assert not (tmp_path / "out.json").exists()
+    assert json.loads(cli_any.ok("export", "--search", "plain"))["schedules"][0]["name"] == "plain"
 
 
 def test_import_shows_progress_on_a_terminal_only(

@@ -8,6 +8,7 @@ at 11:30, keeping its slot and task id. The "worker" here reports starts and fin
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
 from celery_dbeat.ticker import Ticker
+from celery_dbeat.worker import RunRecorder
 from tests.integration.conftest import F, RecordingPublisher, Schedules, at
 
 MakeTicker = Callable[..., Ticker]
@@ -250,6 +252,93 @@ def test_record_runs_folds_a_retry_into_one_run_and_never_reopens_a_finished_run
         "Retry in 10s",
     )
     assert _run(schedules, "b") == ("failed", at("11:00:01"), at("11:00:03"), 2.0, "KeyError: 'x'")
+
+
+STORED_TEXTS = [
+    pytest.param("ValueError: a\x00b", "w\x00", "ValueError: ab", "w", id="nul"),
+    pytest.param(
+        "FileNotFoundError: '/tmp/\udcff'",
+        "w\udcff",
+        "FileNotFoundError: '/tmp/\\udcff'",
+        "w\\udcff",
+        id="lone-surrogate-from-an-undecodable-file-name",
+    ),
+    pytest.param("KeyError: 'été ☃ 😀'", "wörker", "KeyError: 'été ☃ 😀'", "wörker", id="unicode"),
+]
+
+
+@pytest.mark.parametrize(("error", "worker", "stored_error", "stored_worker"), STORED_TEXTS)
+def test_a_run_error_no_driver_can_store_is_stored_alike_on_every_backend(
+    store: Store,
+    schedules: Schedules,
+    error: str,
+    worker: str,
+    stored_error: str,
+    stored_worker: str,
+) -> None:
+    schedules.sync([hourly()], at("09:30"))
+    _fire(store, schedules, "a", at("10:00"))
+
+    record_runs(store.engine, [RunEvent("a", RunStatus.FAILED, at("10:01"), worker, 1.0, error)])
+
+    (fire,) = schedules.fires("hourly")
+    assert (fire.run_status, fire.run_error, fire.worker) == ("failed", stored_error, stored_worker)
+
+
+NAIVE = at("10:01").replace(tzinfo=None)
+REFUSED_EVENTS = [
+    pytest.param(
+        kind,
+        RunEvent("b", RunStatus.SUCCEEDED, NAIVE),
+        "naive datetime",
+        id=f"{kind}-naive-instant",
+    )
+    for kind in ("sqlite", "postgresql", "mysql")
+] + [
+    pytest.param(
+        "postgresql",
+        RunEvent("b\x00", RunStatus.SUCCEEDED, at("10:01")),
+        "cannot contain NUL",
+        id="postgresql-nul-in-task-id",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("database_url", "refused", "reason"), REFUSED_EVENTS, indirect=["database_url"]
+)
+def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_written(
+    store: Store,
+    schedules: Schedules,
+    database_url: str,
+    caplog: pytest.LogCaptureFixture,
+    refused: RunEvent,
+    reason: str,
+) -> None:
+    schedules.sync([hourly()], at("09:30"))
+    for task_id, hour in (("a", "10:00"), ("b", "11:00"), ("c", "12:00")):
+        _fire(store, schedules, task_id, at(hour))
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+    recorder = RunRecorder(database_url, flush_interval=60)  # the test flushes by hand
+    try:
+        recorder.add(RunEvent("a", RunStatus.SUCCEEDED, at("10:01"), runtime=1.0))
+        recorder.add(refused)
+        recorder.add(RunEvent("c", RunStatus.FAILED, at("12:01"), error="KeyError: 'x'"))
+
+        assert recorder.flush() is True
+        assert recorder.flush() is True  # the refused event is not retried
+    finally:
+        recorder.close()
+
+    assert {f.task_id: f.run_status for f in schedules.fires("hourly")} == {
+        "a": "succeeded",
+        "b": None,
+        "c": "failed",
+    }
+    assert recorder.rejected == 1
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"the run of task {refused.task_id!r} cannot be recorded" in line
+    assert reason in line
 
 
 # History retention --------------------------------------------------------------------------------
