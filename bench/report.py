@@ -114,6 +114,16 @@ def other_table(rows: list[dict[str, Any]]) -> str:
             ("stale_over_1s", "fires > 1 s stale", ""),
         ],
         "startup": [("first_fire_s", "s launch to first fire", ".2f")],
+        "sync": [
+            ("first_s", "s first sync", ".1f"),
+            ("again_s", "s re-sync unchanged", ".1f"),
+            ("half_s", "s re-sync with half removed", ".1f"),
+        ],
+        "catchup": [
+            ("policy", "policy", ""),
+            ("tick_s", "s for one tick 30 days behind", ".2f"),
+            ("fires", "fires sent", ""),
+        ],
         "idle": [
             ("cpu_s_per_min", "CPU s/min", ".2f"),
             ("queries_per_s", "SQL statements/s", ".2f"),

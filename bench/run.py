@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import herd, report, steady
+from bench import edges, herd, report, steady
 
 WORKDIR = Path(os.environ.get("BENCH_WORKDIR", "/tmp/dbeat-bench"))
 
@@ -40,7 +40,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
         "scenario",
-        choices=["herd", "scaleout", "ceiling", "steady", "idle", "all", "table"],
+        choices=[
+            *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup"),
+            *("all", "table"),
+        ],
     )
     parser.add_argument("--n", type=int, action="append", help="schedules (repeatable)")
     parser.add_argument(
@@ -106,6 +109,12 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "idle":
         for n in args.n or [1_000, 100_000]:
             emit([steady.idle(WORKDIR, n, seconds=args.seconds)])
+    elif args.scenario == "sync":
+        for n in args.n or [100_000]:
+            emit([edges.sync(WORKDIR, n)])
+    elif args.scenario == "catchup":
+        for n in args.n or [1_000]:
+            emit([edges.catchup(WORKDIR, n, p) for p in ("skip", "latest", "earliest", "all")])
     print(f"\n{_machine()}; {time.time() - started:.0f} s\n")
     print(report.render(rows if args.scenario != "table" else _load(args.out)))
 
