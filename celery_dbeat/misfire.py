@@ -6,6 +6,11 @@ on-time tolerance, ``W`` the grace window)::
 
     late     L = { t : now - eps <= t <= now }           fire normally, whatever the policy
     missed   M = { t : t < now - eps }
+
+``eps`` is small (``dbeat_misfire_tolerance``, 5 s) because lateness while some beat was running
+is never a miss: the planner widens ``eps`` for each schedule to cover the stretch in which beats
+were running (:func:`watched_since`), up to :data:`LATE_WHILE_WATCHED`. Only slots that came due
+while every beat was down (or stalled) are missed.
     eligible E = { t in M : now - t <= W }
     dropped  D = M \\ E                                   recorded, never published
 
@@ -26,7 +31,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["Bulk", "MisfirePolicy", "MisfireRules", "Resolution", "SlotGroup", "resolve"]
+__all__ = [
+    "LATE_WHILE_WATCHED",
+    "Bulk",
+    "MisfirePolicy",
+    "MisfireRules",
+    "Resolution",
+    "SlotGroup",
+    "resolve",
+    "watched_since",
+]
+
+#: A slot that came due while some beat was running is merely late however late it is, up to
+#: this long (a herd, a beat that died holding a claim): a fleet further behind than this
+#: catches up through the misfire policy instead of sending an ever older backlog.
+LATE_WHILE_WATCHED = timedelta(minutes=10)
 
 
 class MisfirePolicy(str, enum.Enum):
@@ -41,7 +60,7 @@ class MisfirePolicy(str, enum.Enum):
 @dataclass(frozen=True)
 class MisfireRules:
     policy: MisfirePolicy = MisfirePolicy.LATEST
-    tolerance: timedelta = timedelta(seconds=60)
+    tolerance: timedelta = timedelta(seconds=5)
     grace: timedelta | None = None
     catchup_limit: int = 100
 
@@ -174,3 +193,26 @@ def resolve(
                 result.skipped = SlotGroup(oldest[0], newest[-kept - 1], count - kept)
     result.send = chosen + late
     return result
+
+
+def watched_since(
+    now: datetime,
+    own: datetime | None,
+    lifetimes: Iterable[tuple[datetime, datetime]],
+    slack: timedelta,
+) -> datetime:
+    """The earliest instant from which, up to ``now``, some beat was running without a break.
+
+    ``own`` is when this beat's current stretch of ticking began; ``lifetimes`` are the beats'
+    heartbeats, ``(started_at, last_seen_at)``, each beat counting as running until ``slack``
+    after it was last seen (it may have died just after, holding a claim).
+    """
+    since = now if own is None else min(own, now)
+    spans = sorted((start, seen + slack) for start, seen in lifetimes)
+    moved = True
+    while moved:
+        moved = False
+        for start, end in spans:
+            if start < since <= end:
+                since, moved = start, True
+    return since

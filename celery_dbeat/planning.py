@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from itertools import chain, islice, pairwise
 from typing import overload
 
 from .errors import ValidationError
-from .misfire import Bulk, MisfirePolicy, MisfireRules, SlotGroup, resolve
+from .misfire import LATE_WHILE_WATCHED, Bulk, MisfirePolicy, MisfireRules, SlotGroup, resolve
 from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
 from .store.models import FireStatus
 from .store.queries import NewFire, ScheduleRow, Transition
@@ -85,6 +86,19 @@ def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
     return MisfireRules(policy, defaults.tolerance, grace, limit)
 
 
+def _watched(
+    rules: MisfireRules, row: ScheduleRow, now: datetime, watched: datetime | None
+) -> MisfireRules:
+    """``rules`` with the tolerance widened to the slots that came due while beats were running
+    and the schedule was as it is now: an edit or a resume (``updated_at``) starts its stretch
+    anew, so the slots of a pause resumed with catch-up go through the policy."""
+    if watched is None:
+        return rules
+    since = watched if row.updated_at is None else max(watched, row.updated_at)
+    widened = min(now - since, LATE_WHILE_WATCHED)
+    return replace(rules, tolerance=widened) if widened > rules.tolerance else rules
+
+
 def _group(group: SlotGroup[tuple[datetime, datetime]] | None, status: FireStatus) -> list[NewFire]:
     if group is None:
         return []
@@ -104,21 +118,33 @@ def overlap_of(row: ScheduleRow) -> OverlapPolicy:
 
 
 def plan(
-    row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunState = IDLE
+    row: ScheduleRow,
+    now: datetime,
+    defaults: MisfireRules,
+    runs: RunState = IDLE,
+    watched: datetime | None = None,
 ) -> Transition:
     """Decide what to record for ``row`` at ``now``, given what it has running (``runs``, which
-    only matters under an overlap policy). Never raises for bad stored data."""
+    only matters under an overlap policy) and since when some beat has been running without a
+    break (``watched``, see :func:`~celery_dbeat.misfire.watched_since`). Never raises for bad
+    stored data."""
     try:
-        return _plan(row, now, defaults, runs)
+        return _plan(row, now, defaults, runs, watched)
     except (ArithmeticError, ValueError, TypeError) as exc:
         # Validation should have caught it; whatever a hand-edited row holds, beat goes on.
         return Transition(row, next_run_at=None, error=f"cannot compute slots: {exc!r}")
 
 
-def _plan(row: ScheduleRow, now: datetime, defaults: MisfireRules, runs: RunState) -> Transition:
+def _plan(
+    row: ScheduleRow,
+    now: datetime,
+    defaults: MisfireRules,
+    runs: RunState,
+    watched: datetime | None,
+) -> Transition:
     try:
         timing = timing_of(row)
-        rules = rules_of(row, defaults)
+        rules = _watched(rules_of(row, defaults), row, now, watched)
         overlap = overlap_of(row)
         parse_args(row.args)
         parse_kwargs(row.kwargs)

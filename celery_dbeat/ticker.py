@@ -37,6 +37,7 @@ from .clock import Clock, SharedClock
 from .config import Settings
 from .locks import FireKey, FireLock
 from .metrics import NO_METRICS, Metrics
+from .misfire import watched_since
 from .overlap import IDLE
 from .planning import plan
 from .store import runs
@@ -107,6 +108,12 @@ class Ticker:
         self._db_backoff = 1.0
         self._broken: dict[int, str] = {}
         self._skewed = False
+        #: When this beat's current stretch of ticking began (on the shared clock); ``None``
+        #: after a stall or a database outage, until the next tick. Slots due since then, or
+        #: while other beats ran (their heartbeats, ``_lifetimes``), are late, never missed.
+        self._up_since: datetime | None = None
+        self._lifetimes: list[tuple[datetime, datetime]] = []
+        self._tick_ended: float | None = None
         #: Rows claimed per batch: ``batch_size``, less while batches take long (see
         #: :func:`next_batch_size`).
         self.batch_size = settings.batch_size
@@ -122,13 +129,27 @@ class Ticker:
 
     def tick(self) -> float:
         """Do everything that is due; return how many seconds to sleep."""
+        try:
+            return self._tick()
+        finally:
+            self._tick_ended = self.clock.monotonic()
+
+    def _tick(self) -> float:
         max_sleep = self.settings.max_interval.total_seconds()
         mono = self.clock.monotonic()
+        if self._tick_ended is not None and mono - self._tick_ended > 2 * max_sleep:
+            # Away far longer than any sleep it asked for (paused, suspended): this beat was
+            # not watching meanwhile, so what came due then is missed unless another beat ran.
+            self._up_since = None
         if self._db_down_since is not None and mono < self._db_retry_at:
             return min(self._db_retry_at - mono, max_sleep)
         try:
             if not self.clock.synced and self.store.has_server_clock:
                 self._read_clock()
+            if self._up_since is None:
+                self._up_since = self.clock.now()
+                self._identity["started_at"] = self._up_since
+                self._last_recovery = None  # tell the other beats at once
             if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
                 self._last_recovery = mono
                 self.housekeeping()
@@ -215,6 +236,7 @@ class Ticker:
         # The lease is measured from this instant, on both clocks: if this beat is paused
         # anywhere after it, the pause counts against the lease before anything is published.
         now, started = self.clock.now(), self.clock.monotonic()
+        watched = watched_since(now, self._up_since, self._lifetimes, self.settings.lock_ttl)
         won: set[FireKey] = set()
         planned = 0
         try:
@@ -226,7 +248,8 @@ class Ticker:
                     batch.connection, batch.schedules, now, self.settings.max_run_time
                 )
                 transitions = [
-                    plan(row, now, self.rules, states.get(row.id, IDLE)) for row in batch.schedules
+                    plan(row, now, self.rules, states.get(row.id, IDLE), watched)
+                    for row in batch.schedules
                 ]
                 keyed = {
                     FireKey(t.schedule.id, t.schedule.next_run_at): t
@@ -273,7 +296,7 @@ class Ticker:
         """The periodic part of a tick: heartbeat, fires other beats (or buffering) left to
         publish, history pruning, and the metrics that need a query."""
         now = self.clock.now()
-        self.store.heartbeat(self._identity, now)
+        self._lifetimes = self.store.heartbeat(self._identity, now)
         self.recover_pending()
         self.release_buffered()
         mono = self.clock.monotonic()
@@ -432,6 +455,7 @@ class Ticker:
                 logger.info("dbeat: schedule %s finished (no further slot)", name)
 
     def _database_outage(self, exc: Exception) -> float:
+        self._up_since = None  # not working meanwhile: see _tick
         mono = self.clock.monotonic()
         if self._db_down_since is None:
             self._db_down_since = mono

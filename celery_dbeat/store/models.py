@@ -189,6 +189,8 @@ class Beat(Base):
     hostname: Mapped[str] = mapped_column(String(255))
     pid: Mapped[int] = mapped_column(Integer)
     version: Mapped[str] = mapped_column(String(32))
+    #: When the beat's current stretch of ticking began: its start, or its return from a stall
+    #: or a database outage. Other beats read ``[started_at, last_seen_at]`` as "running".
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime)
 

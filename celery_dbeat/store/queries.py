@@ -121,6 +121,7 @@ _PLAN_COLUMNS = [
         "max_run_time",
         "version",
         "created_at",
+        "updated_at",
     )
 ]
 
@@ -164,6 +165,8 @@ class ScheduleRow:
     #: run may take before it counts as lost (NULL: ``dbeat_max_run_time``).
     overlap_policy: str | None = None
     max_run_time: float | None = None
+    #: The last edit, pause or resume: slots due before it were not due as the row is now.
+    updated_at: datetime | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
     #: timestamps as text: a hand-written '2024-05-06 09:30:00' must match itself, not its
     #: re-formatted '...09:30:00.000000'.
@@ -582,9 +585,10 @@ class Store:
 
     # Heartbeats ------------------------------------------------------------------------------
 
-    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> None:
+    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> list[tuple[datetime, datetime]]:
         """Upsert this beat's heartbeat row (``name``, ``hostname``, ``pid``, ``version``,
-        ``started_at``) with ``last_seen_at = now``."""
+        ``started_at``) with ``last_seen_at = now``; return every beat's ``(started_at,
+        last_seen_at)``, this one's included."""
         with self.engine.begin() as conn:
             done = conn.execute(
                 sa.update(B).where(B.c.name == beat["name"]).values(**beat, last_seen_at=now)
@@ -596,6 +600,8 @@ class Store:
                 except sa.exc.IntegrityError:
                     pass  # a namesake beat inserted it; its next heartbeat and ours will update
             conn.execute(sa.delete(B).where(B.c.last_seen_at < now - _FORGET_BEATS_AFTER))
+            lifetimes = conn.execute(sa.select(B.c.started_at, B.c.last_seen_at)).all()
+        return [(started, seen) for started, seen in lifetimes]
 
     def forget_beat(self, name: str) -> None:
         with self.engine.begin() as conn:

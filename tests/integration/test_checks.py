@@ -40,11 +40,8 @@ def test_a_missing_schema_is_an_error(engine: sa.Engine) -> None:
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_contradicting_timing_settings_are_warned_about(engine: sa.Engine) -> None:
     migrate(engine)
-    settings = Settings.from_mapping(
-        {"lock_ttl": 120, "misfire_tolerance": 60, "misfire_grace": 30}
-    )
+    settings = Settings.from_mapping({"misfire_tolerance": 60, "misfire_grace": 30})
     warnings = [f.message for f in run_checks(settings, engine) if f.level is Level.WARNING]
-    assert any("dbeat_lock_ttl" in text for text in warnings)
     assert any("dbeat_misfire_grace" in text for text in warnings)
 
 

@@ -346,10 +346,21 @@ def test_a_beat_killed_between_its_redis_claim_and_its_record_does_not_lose_the_
     survivor_lock = RedisLock(redis_url, prefix=redis_prefix, owner="beat-2")
     client = redis.Redis.from_url(redis_url)
     try:
-        # The killed beat ticked just after the slot: claimed for the default lock TTL, then died
-        # before recording. The TTL is below the misfire tolerance, so the fire is only late.
+        # The killed beat, running since 08:00, ticked just after the slot: claimed for the
+        # default lock TTL, then died before recording. Its heartbeat says it was running when
+        # the slot came due, so the fire is only late when the survivor takes it, 30 s on.
         ttl = Settings().lock_ttl
         clock.set(slot + timedelta(milliseconds=200))
+        store.heartbeat(
+            {
+                "name": "killed-beat",
+                "hostname": "h",
+                "pid": 1,
+                "version": "0",
+                "started_at": at("08:00"),
+            },
+            slot - timedelta(seconds=2),
+        )
         assert killed.claim([key], ttl) == {key}
         expires = clock.now() + ttl
         survivor = make_ticker(lock=survivor_lock, instance_name="beat-2")
@@ -494,7 +505,7 @@ def test_a_slot_late_by_less_than_the_tolerance_fires_whatever_the_policy(
     clock.set(at("09:59:30"))
     ticker.tick()
 
-    clock.set(at("10:01"))  # 60 s late: exactly the default tolerance
+    clock.set(at("10:00:05"))  # 5 s late: exactly the default tolerance
     ticker.tick()
 
     assert published(publisher) == fires("hourly", [at("10:00")])

@@ -18,7 +18,7 @@ def test_the_banner_masks_passwords_and_shows_contradicting_settings() -> None:
     text = banner(
         dbeat_database_url="postgresql+psycopg://beat:s3cret@db.example/prod",
         dbeat_redis_url="redis://:hunter2@cache.example:6379/1",
-        dbeat_lock_ttl=90,  # not below the 60 s misfire tolerance
+        dbeat_misfire_grace=2,  # shorter than the 5 s misfire tolerance
         dbeat_metrics_port=9808,
     )
 
@@ -26,7 +26,9 @@ def test_the_banner_masks_passwords_and_shows_contradicting_settings() -> None:
     assert "hunter2" not in text
     assert "postgresql+psycopg://beat:***@db.example/prod" in text
     assert "dbeat metrics -> http://127.0.0.1:9808/metrics" in text
-    assert "dbeat WARNING -> dbeat_lock_ttl (90 s) is not below dbeat_misfire_tolerance" in text
+    assert (
+        "dbeat WARNING -> dbeat_misfire_grace (2 s) is shorter than dbeat_misfire_tolerance" in text
+    )
 
 
 def test_a_consistent_configuration_shows_no_warning() -> None:

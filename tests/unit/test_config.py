@@ -27,7 +27,7 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.redis_key_prefix == "dbeat:"
     assert settings.misfire_policy is MisfirePolicy.LATEST
     assert settings.misfire_grace is None
-    assert settings.misfire_tolerance == timedelta(seconds=60)
+    assert settings.misfire_tolerance == timedelta(seconds=5)
     assert settings.catchup_limit == 100
     assert settings.lock_ttl == timedelta(seconds=30)
     assert settings.max_interval == timedelta(seconds=5)

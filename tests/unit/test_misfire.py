@@ -42,8 +42,8 @@ def hhmm(slots: list[datetime]) -> list[str]:
     return [s.strftime("%H:%M") for s in slots]
 
 
-def test_default_rules_are_latest_with_60s_tolerance_unbounded_grace_and_limit_100() -> None:
-    assert MisfireRules() == MisfireRules(LATEST, timedelta(seconds=60), None, 100)
+def test_default_rules_are_latest_with_5s_tolerance_unbounded_grace_and_limit_100() -> None:
+    assert MisfireRules() == MisfireRules(LATEST, timedelta(seconds=5), None, 100)
 
 
 # SEMANTICS.md canonical check: hourly, all beats down from 09:59:30 to 13:10:00 --------------
@@ -103,7 +103,7 @@ def test_the_canonical_misfire_check(
     [
         pytest.param(LATEST, "09:30", [], None, "10:00", id="none-due"),
         pytest.param(SKIP, "10:00", ["10:00"], None, "11:00", id="due-exactly-now-fires"),
-        pytest.param(SKIP, "10:00:30", ["10:00"], None, "11:00", id="late-within-eps-fires"),
+        pytest.param(SKIP, "10:00:04", ["10:00"], None, "11:00", id="late-within-eps-fires"),
         pytest.param(SKIP, "10:30", [], ("10:00", "10:00", 1), "11:00", id="one-missed-skip"),
         pytest.param(LATEST, "10:30", ["10:00"], None, "11:00", id="one-missed-latest"),
         pytest.param(EARLIEST, "10:30", ["10:00"], None, "11:00", id="one-missed-earliest"),
@@ -215,7 +215,7 @@ def test_more_than_a_hundred_missed_slots(
         pytest.param(100, "09:30", [f"{h:02d}:00" for h in range(10)], None, id="above-count"),
         pytest.param(
             3,
-            "09:00:30",
+            "09:00:03",
             ["06:00", "07:00", "08:00", "09:00"],
             ("00:00", "05:00", 6),
             id="late-slot-is-not-counted-against-the-limit",
@@ -260,8 +260,8 @@ def test_a_slot_late_by_at_most_the_tolerance_fires_whatever_the_policy(
 
 
 def test_late_slots_fire_alongside_the_policys_choice() -> None:
-    # 10:00 and 11:00 are missed; 12:00 is 30 s late and fires normally.
-    result = resolve(every(HOUR, at("10:00")), at("12:00:30"), MisfireRules(LATEST))
+    # 10:00 and 11:00 are missed; 12:00 is 3 s late and fires normally.
+    result = resolve(every(HOUR, at("10:00")), at("12:00:03"), MisfireRules(LATEST))
     assert hhmm(result.send) == ["11:00", "12:00"]
     assert group(result.skipped) == ("10:00", "10:00", 1)
 

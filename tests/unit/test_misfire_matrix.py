@@ -5,7 +5,7 @@ planned from a stored row so the real spec code walks the slots. Expectations ar
 arithmetic written here, never a call to ``resolve``:
 
 * the schedule's next slot is ``T0`` = 10:00 on 2024-01-01 and the beat has been down since;
-* ``missed = 0``: beat is back at T0 + 30 s, so T0 is merely late (within ``eps``) and fires;
+* ``missed = 0``: beat is back at T0 + 3 s, so T0 is merely late (within ``eps``) and fires;
 * ``missed = n``: beat is back at T0 + (n - 1) h + 10 min, so slots T0 ... T0 + (n - 1) h are
   missed (the newest one 10 min old) and the next regular slot is T0 + n h;
 * a ``once`` schedule has one slot, T0, so "100 missed" is its one slot missed by 99 h 10 min;
@@ -52,7 +52,7 @@ def hour(n: int) -> datetime:
 
 def now_after(missed: int) -> datetime:
     if missed == 0:
-        return T0 + timedelta(seconds=30)
+        return T0 + timedelta(seconds=3)
     return hour(missed - 1) + timedelta(minutes=10)
 
 
