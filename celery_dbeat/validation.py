@@ -6,6 +6,7 @@ these functions, so a row that passes here is a row beat can publish.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -135,11 +136,17 @@ def dump_json(field: str, value: Any) -> str:
     return text
 
 
-def _serializers() -> list[str]:
+def _serializers() -> tuple[str, ...]:
     """Serializers kombu can encode with in this process (``msgpack`` and ``yaml`` are listed
     by kombu even when their library is missing, and fail only when a message is sent)."""
+    return _usable(frozenset(kombu_serializers.name_to_type))
+
+
+@functools.lru_cache(maxsize=8)
+def _usable(names: frozenset[str]) -> tuple[str, ...]:
+    # Tried once per set of registered names: beat checks the options of every fire it plans.
     usable = []
-    for name in sorted(kombu_serializers.name_to_type):
+    for name in sorted(names):
         try:
             kombu_dumps(((), {}, {}), name)
         except SerializerNotInstalled:
@@ -147,7 +154,7 @@ def _serializers() -> list[str]:
         except Exception:  # the codec exists; a real body is the app's business
             pass
         usable.append(name)
-    return usable
+    return tuple(usable)
 
 
 def _compressions() -> list[str]:
