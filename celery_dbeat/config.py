@@ -24,6 +24,10 @@ __all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
 DEFAULT_DATABASE_URL = "sqlite:///celerybeat-dbeat.sqlite3"
 
 
+#: The misfire defaults are :class:`MisfireRules`' own, stated once there.
+_RULES = MisfireRules()
+
+
 def _default_instance() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -42,13 +46,13 @@ class Settings:
     #: Extra keyword arguments for the Redis client (TLS files, Sentinel's ``master_name``, ...).
     redis_options: Mapping[str, Any] = field(default_factory=dict)
     #: Default misfire policy of schedules that do not set their own.
-    misfire_policy: MisfirePolicy = MisfirePolicy.LATEST
+    misfire_policy: MisfirePolicy = _RULES.policy
     #: Default grace window; ``None`` means unbounded.
-    misfire_grace: timedelta | None = None
+    misfire_grace: timedelta | None = _RULES.grace
     #: After every beat was down, a slot at most this late is merely late and fires normally;
     #: older ones are missed. (While any beat runs, lateness is never a miss: see misfire.py.)
-    misfire_tolerance: timedelta = timedelta(seconds=5)
-    catchup_limit: int = 100
+    misfire_tolerance: timedelta = _RULES.tolerance
+    catchup_limit: int = _RULES.catchup_limit
     #: Life of a per-fire lock, and how long a recorded fire is left to the beat that recorded it;
     #: a beat not seen for this long is taken for dead.
     lock_ttl: timedelta = timedelta(seconds=30)

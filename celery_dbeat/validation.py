@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kombu import compression
@@ -136,7 +137,7 @@ def dump_json(field: str, value: Any) -> str:
     return text
 
 
-def _serializers() -> tuple[str, ...]:
+def _serializers() -> Sequence[str]:
     """Serializers kombu can encode with in this process (``msgpack`` and ``yaml`` are listed
     by kombu even when their library is missing, and fail only when a message is sent)."""
     return _usable(frozenset(kombu_serializers.name_to_type))
@@ -157,7 +158,7 @@ def _usable(names: frozenset[str]) -> tuple[str, ...]:
     return tuple(usable)
 
 
-def _compressions() -> list[str]:
+def _compressions() -> Sequence[str]:
     """Compression names kombu knows: its aliases (``gzip``, ``bzip2``...) and content types."""
     types = set(compression.encoders())
     aliases = getattr(compression, "_aliases", {})
@@ -234,19 +235,14 @@ def parse_options(value: Any) -> dict[str, Any]:
             raise ValidationError(f"options.{key}", text, "must be a string")
     if headers:
         _headers(headers)
-    serializer = data.get("serializer")
-    if serializer is not None and serializer not in (usable := _serializers()):
-        raise ValidationError(
-            "options.serializer",
-            serializer,
-            f"is not a serializer kombu can encode with here; one of: {', '.join(usable)}",
-        )
-    codec = data.get("compression")
-    if codec is not None and codec not in (known := _compressions()):
-        raise ValidationError(
-            "options.compression",
-            codec,
-            f"is not a compression kombu knows; one of: {', '.join(known)}",
-        )
+    for key, names_of, what in (
+        ("serializer", _serializers, "a serializer kombu can encode with here"),
+        ("compression", _compressions, "a compression kombu knows"),
+    ):
+        name = data.get(key)
+        if name is not None and name not in (names := names_of()):
+            raise ValidationError(
+                f"options.{key}", name, f"is not {what}; one of: {', '.join(names)}"
+            )
     dump_json("options", data)
     return data
