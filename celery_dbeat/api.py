@@ -52,6 +52,10 @@ __all__ = [
 Spec = Cron | Every | Once | Solar
 _UNSET: Any = object()
 
+#: A beat is live while its heartbeat is younger than three of its ticks at the longest (beat
+#: writes it every ``dbeat_max_interval``, 5 s by default).
+LIVE_WITHIN = timedelta(seconds=15)
+
 
 def _json(text: str) -> Any:
     try:
@@ -261,15 +265,18 @@ class Schedules:
         notify: Any = None,
         redis_key_prefix: str = "dbeat:",
         redis_options: Mapping[str, Any] | None = None,
+        live_within: timedelta = LIVE_WITHIN,
     ) -> None:
         """``notify``: a Redis URL or client; after each write, running beats are woken through
         it (give the beats' ``dbeat_redis_url``, ``dbeat_redis_key_prefix`` and
-        ``dbeat_redis_options``)."""
+        ``dbeat_redis_options``). ``live_within``: how young a heartbeat must be for its beat
+        to count as running (:meth:`live_beats`); three of the beats' ``dbeat_max_interval``."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
             self.store, self._owns = Store(target), True
         self.clock = clock or SystemClock()
+        self.live_within = live_within
         self.notifier = (
             None
             if notify is None
@@ -287,6 +294,7 @@ class Schedules:
             notify=settings.redis_url,
             redis_key_prefix=settings.redis_key_prefix,
             redis_options=settings.redis_options,
+            live_within=3 * settings.max_interval,
         )
         schedules._owns = True
         return schedules
@@ -371,6 +379,16 @@ class Schedules:
         """Every beat's heartbeat, by name."""
         with self.store.engine.connect() as conn:
             return [BeatInfo(**row._asdict()) for row in manage.beat_heartbeats(conn)]
+
+    def live_beats(self) -> builtins.list[BeatInfo]:
+        """The beats seen within ``live_within``, on the database's clock: those that would send
+        a fire recorded now (a trigger, a new schedule) without waiting for a beat to start."""
+        with self.store.engine.connect() as conn:
+            now = self._now(conn)
+            rows = manage.beat_heartbeats(conn)
+        return [
+            BeatInfo(**row._asdict()) for row in rows if now - row.last_seen_at <= self.live_within
+        ]
 
     def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
         with self.store.engine.connect() as conn:
@@ -509,7 +527,8 @@ class Schedules:
 
     def trigger(self, name: str) -> str:
         """Fire once now, outside the schedule; returns the task id. A running beat publishes
-        it within ``dbeat_max_interval``."""
+        it at once when writes notify it (``notify``), else within ``dbeat_max_interval``; with
+        no beat running (:meth:`live_beats` is empty) it is sent when one starts."""
         with self._writing() as conn:
             return manage.record_manual_fire(conn, name, self._now(conn))
 

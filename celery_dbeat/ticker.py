@@ -153,6 +153,9 @@ class Ticker:
             if self._last_recovery is None or mono - self._last_recovery >= max_sleep:
                 self._last_recovery = mono
                 self.housekeeping()
+            # Every tick, not with housekeeping: a trigger is recorded with its lease already
+            # over, and the write that recorded it has just woken this beat (notify.py).
+            self.recover_pending()
             busy = self.fire_due()
             earliest, needs_compute = self._read_clock()
             self.metrics.tick(self.clock.monotonic() - mono)
@@ -293,11 +296,10 @@ class Ticker:
             )
 
     def housekeeping(self) -> None:
-        """The periodic part of a tick: heartbeat, fires other beats (or buffering) left to
-        publish, history pruning, and the metrics that need a query."""
+        """The periodic part of a tick: heartbeat, fires buffering left to publish, history
+        pruning, and the metrics that need a query."""
         now = self.clock.now()
         self._lifetimes = self.store.heartbeat(self._identity, now)
-        self.recover_pending()
         self.release_buffered()
         mono = self.clock.monotonic()
         retention = self.settings.history_retention
@@ -332,17 +334,25 @@ class Ticker:
         return len(requests)
 
     def recover_pending(self) -> int:
-        """Publish fires recorded by a beat that did not publish them within their lease."""
+        """Publish run-now fires (triggers), and fires recorded by a beat that did not publish
+        them within their lease."""
         now, started = self.clock.now(), self.clock.monotonic()
         requests = self.store.claim_stale_pending(
             now, now + self.settings.lock_ttl, self.settings.batch_size
         )
-        if requests:
+        for r in requests:
+            if r.manual:
+                logger.info(
+                    "dbeat: sending run-now fire of %s (task id %s)", r.schedule_name, r.task_id
+                )
+        stale = sum(1 for r in requests if not r.manual)
+        if stale:
             logger.warning(
                 "dbeat: publishing %d recorded fire(s) that their beat did not publish in time",
-                len(requests),
+                stale,
             )
-            self.metrics.fires("recovered", len(requests))
+            self.metrics.fires("recovered", stale)
+        if requests:
             self.publish_recorded(requests, started)
         return len(requests)
 

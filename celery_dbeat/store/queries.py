@@ -214,6 +214,8 @@ class PublishRequest:
     kwargs: str
     options: str
     attempts: int = 0
+    #: A "run now" fire (a trigger), not a slot.
+    manual: bool = False
 
     @classmethod
     def from_row(cls, r: Any) -> PublishRequest:
@@ -228,6 +230,7 @@ class PublishRequest:
             r.kwargs,
             r.options,
             r.attempts,
+            bool(r.manual),
         )
 
 
@@ -239,6 +242,7 @@ PUBLISH_COLUMNS = [
     F.c.slot,
     F.c.attempts,
     F.c.lease_until,
+    F.c.manual,
     S.c.name,
     S.c.task,
     S.c.args,
