@@ -55,29 +55,40 @@ def migrate(check: bool) -> None:
 
 
 @click.command(cls=DBeatCommand)
+@click.option(
+    "--dry-run", is_flag=True, help="Say what would change (and each name), change nothing."
+)
 @json_option
-def sync(as_json: bool) -> None:
+def sync(dry_run: bool, as_json: bool) -> None:
     """Copy the app's beat_schedule into the database, as beat does at start-up.
 
     Entries are created or updated by name (an unchanged entry is not touched); schedules that
-    left beat_schedule are disabled, never deleted with their history.
+    left beat_schedule are disabled, never deleted with their history. An edit made elsewhere
+    (CLI, admin) to a schedule from beat_schedule is undone: --dry-run lists them first.
     """
     state = runtime()
     definitions = definitions_from_app(state.app)
     with state.schedules() as schedules:
         if is_terminal() and len(definitions) > 100:
             click.echo(f"syncing {len(definitions)} entries ...", err=True)
-        report = sync_config(schedules.store, definitions, schedules.clock.now())
-        if schedules.notifier is not None and (report.created or report.updated or report.disabled):
+        report = sync_config(schedules.store, definitions, schedules.clock.now(), dry_run=dry_run)
+        changed = report.created or report.updated or report.disabled
+        if schedules.notifier is not None and changed and not dry_run:
             schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
-        echo_json(asdict(report))
+        echo_json({**asdict(report), "dry_run": dry_run})
         return
     counts = ", ".join(
         f"{key} {len(getattr(report, key))}"
         for key in ("created", "updated", "unchanged", "disabled")
     )
-    click.echo(f"synced {len(definitions)} beat_schedule entries: {counts}")
+    if dry_run:
+        click.echo(f"would sync {len(definitions)} beat_schedule entries: {counts}")
+        for key in ("created", "updated", "disabled"):
+            for name in getattr(report, key):
+                click.echo(f"  would be {key}: {name}")
+    else:
+        click.echo(f"synced {len(definitions)} beat_schedule entries: {counts}")
     if report.conflicts:
         click.echo(
             "not synced, the name belongs to a schedule made outside beat_schedule: "

@@ -13,7 +13,8 @@ from ..api import FireInfo, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..definitions import definition_from_form
 from ..specs import Cron, Every, Once, Solar
-from ._common import DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
+from ..store.manage import CONFIG_ORIGIN
+from ._common import CommandError, DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
 from ._forms import (
     KIND_OF_OPTION,
     build,
@@ -40,6 +41,28 @@ __all__ = [
 ]
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+force_option = click.option(
+    "--force", is_flag=True, help="Also for a schedule from beat_schedule, until the next sync."
+)
+
+
+def _refuse_config(info: ScheduleInfo, force: bool, done: str, until: str) -> None:
+    """A schedule from beat_schedule is beat_schedule's: beat start syncs it back."""
+    if info.origin != CONFIG_ORIGIN:
+        return
+    if not force:
+        raise CommandError(
+            f"{info.name!r} comes from beat_schedule, which the next beat start syncs back: "
+            f"change beat_schedule instead (`dbeat sync --dry-run` shows what a sync does), or "
+            f"pass --force to have it {done} until then"
+        )
+    click.echo(
+        f"warning: {info.name!r} comes from beat_schedule; {until} the next beat start or "
+        "`dbeat sync`",
+        err=True,
+    )
 
 
 def _summary(verb: str, info: ScheduleInfo) -> str:
@@ -97,21 +120,28 @@ def add(
 @click.option(
     "--enabled/--disabled", default=None, help="Resume (no catch-up) or pause it as well."
 )
+@force_option
 def update(
     name: str,
     task: str | None,
     enabled: bool | None,
     queue: str | None,
     priority: int | None,
+    force: bool,
     **given: Any,
 ) -> None:
     """Change some fields of schedule NAME; the others keep their value.
 
     A change of timing (spec, bounds) recomputes the next run from now; any other change keeps
-    it. An empty string clears an optional field (--end-at "").
+    it. An empty string clears an optional field (--end-at ""). A schedule from beat_schedule
+    is refused without --force, but for --enabled/--disabled: the next beat start (or `dbeat
+    sync`) puts it back.
     """
     with runtime().schedules() as schedules:
         before = schedules.get(name)
+        # A pause or resume survives a sync; any other change does not.
+        if any(v is not None for v in (task, queue, priority, *given.values())):
+            _refuse_config(before, force, "changed", "the change lasts until")
         form = edit_form(form_of(before), given)
         if task is not None:
             form["task"] = task
@@ -125,18 +155,18 @@ def update(
 
 @click.command(cls=DBeatCommand)
 @click.argument("name")
-def remove(name: str) -> None:
-    """Delete schedule NAME and its fire history."""
+@force_option
+def remove(name: str, force: bool) -> None:
+    """Delete schedule NAME and its fire history.
+
+    A schedule from beat_schedule is refused without --force: the next beat start (or `dbeat
+    sync`) creates it again; remove it from beat_schedule instead, which disables it and keeps
+    its history.
+    """
     with runtime().schedules() as schedules:
-        info = schedules.get(name)
+        _refuse_config(schedules.get(name), force, "removed", "it is back at")
         schedules.remove(name)
     click.echo(f"removed {name!r} and its fire history")
-    if info.origin == "config":
-        click.echo(
-            f"note: {name!r} is in beat_schedule and comes back at the next sync; remove it "
-            "from beat_schedule instead (that disables it and keeps its history)",
-            err=True,
-        )
 
 
 @click.command(cls=DBeatCommand)
@@ -164,15 +194,32 @@ def resume(name: str, catch_up: bool) -> None:
 @click.argument("name")
 @json_option
 def trigger(name: str, as_json: bool) -> None:
-    """Fire schedule NAME once now, outside its schedule; prints the task id."""
+    """Fire schedule NAME once now, outside its schedule; prints the task id.
+
+    With no beat running, the fire is recorded all the same and sent when a beat starts; the
+    command says so on stderr.
+    """
     state = runtime()
     with state.schedules() as schedules:
         task_id = schedules.trigger(name)
+        live = schedules.live_beats()
     if as_json:
-        echo_json({"name": name, "task_id": task_id})
-        return
-    wait = seconds_text(state.settings.max_interval.total_seconds())
-    click.echo(f"triggered {name!r}: task id {task_id} (a running beat sends it within {wait})")
+        echo_json({"name": name, "task_id": task_id, "live_beats": len(live)})
+    elif state.settings.redis_url:
+        click.echo(f"triggered {name!r}: task id {task_id}")
+    else:
+        wait = seconds_text(state.settings.max_interval.total_seconds())
+        click.echo(
+            f"triggered {name!r}: task id {task_id} (a beat sees it within {wait}; with "
+            "dbeat_redis_url set, at once)"
+        )
+    if not live:
+        within = seconds_text(schedules.live_within.total_seconds())
+        click.echo(
+            f"warning: no beat is running (none seen within {within}): {name!r} is sent when "
+            "a beat starts",
+            err=True,
+        )
 
 
 # Reads -----------------------------------------------------------------------------------------

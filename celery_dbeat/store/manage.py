@@ -191,17 +191,23 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
     return report
 
 
-def sync_config(store: Store, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+def sync_config(
+    store: Store, definitions: Sequence[Definition], now: datetime, *, dry_run: bool = False
+) -> SyncReport:
     """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
 
     Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
     ``next_run_at`` from now; a changed payload keeps it. Several beats may run this at once.
     ``now`` (the caller's clock) gives way to the store's :meth:`~Store.time_of_record`.
+    ``dry_run``: the same report, with every write rolled back.
     """
     for attempt in range(3):
         try:
-            with store.engine.begin() as conn:
-                return _sync_once(conn, definitions, store.time_of_record(conn, now))
+            with store.engine.connect() as conn, conn.begin() as transaction:
+                report = _sync_once(conn, definitions, store.time_of_record(conn, now))
+                if dry_run:
+                    transaction.rollback()
+                return report
         except (sa.exc.IntegrityError, _Changed):
             if attempt == 2:
                 raise

@@ -96,6 +96,15 @@ def utc_now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
+def heartbeat(url: str, name: str, seen: timedelta) -> None:
+    """Write beat ``name``'s heartbeat as if it last ticked ``seen`` ago."""
+    store = Store(url)
+    now = utc_now()
+    beat = {"name": name, "hostname": "host", "pid": 42, "version": "0.1", "started_at": now}
+    store.heartbeat(beat, now - seen)
+    store.close()
+
+
 def minutes(n: float) -> timedelta:
     return timedelta(minutes=n)
 

@@ -4,6 +4,7 @@ list, show, history; the core flows run on SQLite, PostgreSQL and MariaDB."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -12,7 +13,7 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import FORM_FIELDS
 from celery_dbeat.specs import Every
-from tests.cli.conftest import Cli, minutes, tick_fires, utc_now
+from tests.cli.conftest import Cli, heartbeat, minutes, tick_fires, utc_now
 
 UTC = timezone.utc
 
@@ -172,11 +173,13 @@ def test_update_pause_resume_and_remove_change_the_stored_schedule(cli_any: Cli)
 
 def test_trigger_records_a_manual_fire_that_history_shows(cli_any: Cli) -> None:
     cli_any.ok("add", "poll", "proj.tasks.poll", "--every", "1h")
+    heartbeat(cli_any.app.conf.dbeat_database_url, "beat-1", timedelta(seconds=1))
 
     task_id = json.loads(cli_any.ok("trigger", "poll", "--json"))
     fires = json.loads(cli_any.ok("history", "poll", "--json"))
 
-    assert list(task_id) == ["name", "task_id"]
+    assert list(task_id) == ["name", "task_id", "live_beats"]
+    assert task_id["live_beats"] == 1
     assert [list(f) for f in fires] == [FIRE_KEYS]
     assert (fires[0]["task_id"], fires[0]["manual"], fires[0]["status"]) == (
         task_id["task_id"],
@@ -351,15 +354,40 @@ def test_update_disabled_and_enabled_pause_and_resume(cli: Cli) -> None:
 # remove, pause, resume, trigger ---------------------------------------------------------------
 
 
-def test_removing_a_beat_schedule_entry_warns_that_sync_brings_it_back(cli: Cli) -> None:
+def test_a_beat_schedule_entry_is_not_removed_or_changed_without_force(cli: Cli) -> None:
     cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 3600}}
     cli.ok("sync")
 
-    result = cli("remove", "nightly")
+    removed = cli.fails("remove", "nightly", code=1, fragment="comes from beat_schedule")
+    changed = cli.fails("update", "nightly", "--every", "2h", code=1, fragment="--force")
+    paused = cli.ok("update", "nightly", "--disabled")  # a pause survives a sync: allowed
 
-    assert result.exit_code == 0
-    assert result.stdout == "removed 'nightly' and its fire history\n"
-    assert "comes back at the next sync" in result.stderr
+    assert "`dbeat sync --dry-run`" in removed
+    assert "pass --force to have it changed until then" in changed
+    assert "every 1h; paused" in paused
+    assert json.loads(cli.ok("show", "nightly", "--json"))["every"] == 3600.0
+
+
+def test_force_changes_a_beat_schedule_entry_until_the_next_sync_and_says_so(cli: Cli) -> None:
+    cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 3600}}
+    cli.ok("sync")
+
+    changed = cli("update", "nightly", "--every", "2h", "--force")
+    synced = cli.ok("sync")
+    removed = cli("remove", "nightly", "--force")
+    resynced = cli.ok("sync")
+
+    assert (changed.exit_code, removed.exit_code) == (0, 0)
+    assert changed.stdout.startswith("updated 'nightly': every 2h;")
+    assert changed.stderr == (
+        "warning: 'nightly' comes from beat_schedule; the change lasts until the next beat start"
+        " or `dbeat sync`\n"
+    )
+    assert "updated 1" in synced  # the sync put the hour back
+    assert removed.stdout == "removed 'nightly' and its fire history\n"
+    assert "it is back at the next beat start" in removed.stderr
+    assert "created 1" in resynced
+    assert json.loads(cli.ok("show", "nightly", "--json"))["every"] == 3600.0
 
 
 def test_resume_with_catch_up_keeps_the_missed_slot_and_without_moves_it(cli: Cli) -> None:
@@ -384,11 +412,32 @@ def test_resume_with_catch_up_keeps_the_missed_slot_and_without_moves_it(cli: Cl
 
 def test_trigger_prints_the_task_id_and_when_a_beat_sends_it(cli: Cli) -> None:
     cli.ok("add", "s", "proj.tasks.s", "--every", "1h")
+    heartbeat(cli.app.conf.dbeat_database_url, "beat-1", timedelta(seconds=14))
 
     out = cli.ok("trigger", "s")
+    cli.app.conf.dbeat_redis_url = "redis://127.0.0.1:1/0"  # notifies beats (or tries to)
+    notified = cli.ok("trigger", "s")
 
     assert out.startswith("triggered 's': task id ")
-    assert out.endswith("(a running beat sends it within 5s)\n")
+    assert out.endswith("(a beat sees it within 5s; with dbeat_redis_url set, at once)\n")
+    assert re.fullmatch(r"triggered 's': task id \S+\n", notified)
+
+
+def test_trigger_with_no_live_beat_records_the_fire_and_says_when_it_is_sent(cli: Cli) -> None:
+    cli.ok("add", "s", "proj.tasks.s", "--every", "1h")
+    heartbeat(cli.app.conf.dbeat_database_url, "stopped", timedelta(seconds=16))
+
+    result = cli("trigger", "s")
+    as_json = cli("trigger", "s", "--json")
+
+    assert result.exit_code == 0
+    assert result.stdout.startswith("triggered 's': task id ")
+    assert result.stderr == (
+        "warning: no beat is running (none seen within 15s): 's' is sent when a beat starts\n"
+    )
+    assert json.loads(as_json.stdout)["live_beats"] == 0
+    assert as_json.stderr == result.stderr
+    assert [f["manual"] for f in json.loads(cli.ok("history", "s", "--json"))] == [True, True]
 
 
 # list, show, history ---------------------------------------------------------------------------

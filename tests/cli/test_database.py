@@ -10,8 +10,7 @@ from celery.schedules import crontab
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.specs import Cron, Every
-from celery_dbeat.store.queries import Store
-from tests.cli.conftest import Cli, make_app, migrated, minutes, utc_now
+from tests.cli.conftest import Cli, heartbeat, make_app, migrated, minutes, utc_now
 
 # migrate ---------------------------------------------------------------------------------------
 
@@ -61,10 +60,46 @@ def test_sync_creates_then_leaves_unchanged_then_disables_removed_entries(cli: C
         "unchanged": ["nightly", "poll"],
         "disabled": [],
         "conflicts": [],
+        "dry_run": False,
     }
     assert (third["unchanged"], third["disabled"]) == (["poll"], ["nightly"])
     nightly = json.loads(cli.ok("show", "nightly", "--json"))
     assert (nightly["state"], nightly["origin"]) == ("paused", "config:removed")
+
+
+def test_sync_dry_run_names_what_a_sync_would_change_and_changes_nothing(cli: Cli) -> None:
+    cli.app.conf.beat_schedule = {
+        "kept": {"task": "proj.tasks.k", "schedule": 60},
+        "edited": {"task": "proj.tasks.e", "schedule": 60},
+        "dropped": {"task": "proj.tasks.d", "schedule": 60},
+    }
+    cli.ok("sync")
+    assert cli("update", "edited", "--every", "5m", "--force").exit_code == 0
+    cli.app.conf.beat_schedule = {
+        "kept": {"task": "proj.tasks.k", "schedule": 60},
+        "edited": {"task": "proj.tasks.e", "schedule": 60},
+        "new": {"task": "proj.tasks.n", "schedule": 60},
+    }
+    before = cli.ok("list", "--json")
+
+    dry = cli.ok("sync", "--dry-run")
+    as_json = json.loads(cli.ok("sync", "--dry-run", "--json"))
+    after = cli.ok("list", "--json")
+    real = json.loads(cli.ok("sync", "--json"))
+
+    assert dry == (
+        "would sync 3 beat_schedule entries: created 1, updated 1, unchanged 1, disabled 1\n"
+        "  would be created: new\n"
+        "  would be updated: edited\n"
+        "  would be disabled: dropped\n"
+    )
+    assert after == before
+    assert as_json == {**real, "dry_run": True}  # the same report, as it would be
+    assert (real["created"], real["updated"], real["disabled"]) == (
+        ["new"],
+        ["edited"],
+        ["dropped"],
+    )
 
 
 def test_sync_reports_a_name_taken_by_a_schedule_made_elsewhere(cli: Cli) -> None:
@@ -92,14 +127,6 @@ def test_sync_of_a_bad_entry_exits_1_naming_it_and_changes_nothing(cli: Cli) -> 
 
 
 # status ----------------------------------------------------------------------------------------
-
-
-def heartbeat(url: str, name: str, seen: timedelta) -> None:
-    store = Store(url)
-    now = utc_now()
-    beat = {"name": name, "hostname": "host", "pid": 42, "version": "0.1", "started_at": now}
-    store.heartbeat(beat, now - seen)
-    store.close()
 
 
 def fill(cli: Cli) -> None:
