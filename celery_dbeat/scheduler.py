@@ -9,6 +9,9 @@ Constructed with ``lazy=True`` (as ``celery beat`` does for its banner) it does 
 from __future__ import annotations
 
 import contextlib
+import logging
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,7 +23,8 @@ from .beat_schedule import definitions_from_app
 from .checks import Level, run_checks
 from .clock import SystemClock
 from .config import Settings, mask_url
-from .errors import SchemaVersionError
+from .definitions import Definition
+from .errors import DBeatError, SchemaVersionError
 from .locks import FireLock, make_lock
 from .metrics import NO_METRICS, start_metrics_server
 from .notify import ChangeListener
@@ -37,11 +41,27 @@ logger = get_logger(__name__)
 _PUBLISH_CONNECT_RETRIES = 2
 
 
+@contextlib.contextmanager
+def _stops_beat() -> Iterator[None]:
+    """What celery-dbeat refuses on purpose (a misspelt setting, a bad ``beat_schedule`` entry,
+    a schema it does not know) stops beat with that one line and exit status 1, not a
+    traceback through Celery's internals: the fix is in the configuration, not in the code."""
+    try:
+        yield
+    except DBeatError as exc:
+        if logging.getLogger().handlers:
+            logger.critical("dbeat: beat cannot start: %s", exc)
+        else:  # before Celery set up logging (beat's banner builds a scheduler first)
+            print(f"dbeat: beat cannot start: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
 class Scheduler(celery_beat.Scheduler):
     """A Celery beat scheduler whose schedules live in a SQL database (see the README)."""
 
     def __init__(self, app: Celery, lazy: bool = False, **kwargs: Any) -> None:
-        self.dbeat = Settings.from_app(app)
+        with _stops_beat():
+            self.dbeat = Settings.from_app(app)
         self.clock = SystemClock(self.dbeat.clock_offset)
         self.store: Store | None = None
         self.lock: FireLock | None = None
@@ -50,6 +70,7 @@ class Scheduler(celery_beat.Scheduler):
         self._closed = False
         self._ticking = False
         self._cleaned_up = False
+        self._definitions: list[Definition] | None = None
         if not kwargs.get("max_interval"):
             kwargs["max_interval"] = self.dbeat.max_interval.total_seconds()
         super().__init__(app, lazy=lazy, **kwargs)
@@ -57,6 +78,14 @@ class Scheduler(celery_beat.Scheduler):
     # Celery's Scheduler contract ------------------------------------------------------------
 
     def setup_schedule(self) -> None:
+        with _stops_beat():
+            self._setup_schedule()
+
+    def _setup_schedule(self) -> None:
+        if self.dbeat.sync_beat_schedule:
+            # Read (and validated) before any I/O: a bad entry stops beat at once, not after
+            # the database is reached.
+            self._definitions = definitions_from_app(self.app)
         # A paused beat's transaction is ended by PostgreSQL once its lease is over, so its row
         # locks hold other beats back no longer than a lock does.
         self.store = Store(
@@ -108,8 +137,8 @@ class Scheduler(celery_beat.Scheduler):
                 raise SchemaVersionError(finding.message)
             if finding.level is Level.WARNING:
                 logger.warning("dbeat: check %s: %s", finding.topic, finding.message)
-        if self.dbeat.sync_beat_schedule:
-            report = sync_config(self.store, definitions_from_app(self.app), self.clock.now())
+        if self._definitions is not None:
+            report = sync_config(self.store, self._definitions, self.clock.now())
             logger.info(
                 "dbeat: beat_schedule synced: %d created, %d updated, %d unchanged, %d disabled",
                 len(report.created),
@@ -136,7 +165,8 @@ class Scheduler(celery_beat.Scheduler):
         self._stop_if_closed()
         if not self._prepared:
             try:
-                self._prepare_database()
+                with _stops_beat():
+                    self._prepare_database()
             except (sa.exc.DBAPIError, sa.exc.TimeoutError):
                 return min(5.0, float(self.max_interval or 5.0))
             self._prepared = True
