@@ -242,17 +242,28 @@ def cell(value: Any) -> str:
     return str(value)
 
 
-def echo_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "") -> None:
-    """Aligned columns; the last column is not padded."""
+def echo_table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    empty: str = "",
+    width: int | None = None,
+) -> None:
+    """Aligned columns; the last column is not padded, and is shortened (with an ellipsis) so
+    that each line is at most ``width`` characters, keeping at least 10 of it."""
     text_rows = [[cell(v) for v in row] for row in rows]
     if not text_rows:
         if empty:
             click.echo(empty)
         return
     widths = [max(len(h), *(len(r[i]) for r in text_rows)) for i, h in enumerate(headers)]
+    room = None if width is None else max(width - sum(w + 2 for w in widths[:-1]), 10)
     for row in [list(headers), *text_rows]:
+        last = row[-1]
+        if room is not None and len(last) > room:
+            last = last[: room - 1] + "…"
         line = "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1], strict=True))
-        click.echo(f"{line}  {row[-1]}" if len(row) > 1 else row[-1])
+        click.echo(f"{line}  {last}" if len(row) > 1 else last)
 
 
 def echo_json(data: Any) -> None:

@@ -300,42 +300,53 @@ def _short(text: str | None, limit: int = 80) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+#: ``history`` fits a terminal this wide, but with ``--wide``.
+HISTORY_WIDTH = 100
+_BEAT_WIDTH = 14
+
+
 @click.command(cls=DBeatCommand)
 @click.argument("name")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--wide", is_flag=True, help="Every column (sent time, task id, start, worker), unshortened."
+)
 @json_option
-def history(name: str, limit: int, as_json: bool) -> None:
+def history(name: str, limit: int, wide: bool, as_json: bool) -> None:
     """Show the newest fires of schedule NAME, newest first.
 
     \b
     STATUS is beat's part: pending, sent, skipped, dropped, failed (never published), overlap
     (not sent: the previous run was still going) or buffered. RUN is the worker's part, with
     the worker hook on (celery_dbeat.worker): started, retried, succeeded, failed or revoked.
+    The table fits 100 columns; --wide adds the rest, --json has everything.
     """
     with runtime().schedules() as schedules:
         fires = schedules.history(name, limit=limit)
     if as_json:
         echo_json([fire_json(fire) for fire in fires])
         return
-    rows = []
-    for f in fires:
-        slots = f"{f.slot_count} slots from {iso(f.first_slot)}" if f.slot_count > 1 else ""
-        rows.append(
+    empty = f"no fires recorded for {name!r} yet"
+    if not wide:
+        echo_table(
+            ["SLOT (UTC)", "KIND", "STATUS", "LAG", "BEAT", "RUN", "RAN", "NOTE"],
             [
-                f.slot,
-                "manual" if f.manual else "slot",
-                f.status,
-                _to_second(f.sent_at),
-                seconds_text(_round(f.lag)),
-                f.beat,
-                f.task_id,
-                f.run_status,
-                _to_second(f.started_at),
-                seconds_text(_round(f.run_duration)),
-                f.worker,
-                " ".join(filter(None, [slots, _short(f.error), _short(f.run_error)])) or None,
-            ]
+                [
+                    _to_second(f.slot),
+                    "manual" if f.manual else "slot",
+                    f.status,
+                    seconds_text(_round(f.lag)),
+                    _short(f.beat, _BEAT_WIDTH) if f.beat else None,
+                    f.run_status,
+                    seconds_text(_round(f.run_duration)),
+                    _note(f, wide=False),
+                ]
+                for f in fires
+            ],
+            empty=empty,
+            width=HISTORY_WIDTH,
         )
+        return
     echo_table(
         [
             "SLOT (UTC)",
@@ -351,9 +362,35 @@ def history(name: str, limit: int, as_json: bool) -> None:
             "WORKER",
             "NOTE",
         ],
-        rows,
-        empty=f"no fires recorded for {name!r} yet",
+        [
+            [
+                f.slot,
+                "manual" if f.manual else "slot",
+                f.status,
+                _to_second(f.sent_at),
+                seconds_text(_round(f.lag)),
+                f.beat,
+                f.task_id,
+                f.run_status,
+                _to_second(f.started_at),
+                seconds_text(_round(f.run_duration)),
+                f.worker,
+                _note(f, wide=True),
+            ]
+            for f in fires
+        ],
+        empty=empty,
     )
+
+
+def _note(fire: FireInfo, *, wide: bool) -> str | None:
+    """Slots a catch-up fire stood for, beat's error, the run's error."""
+    slots = ""
+    if fire.slot_count > 1:
+        slots = f"{fire.slot_count} slots"
+        if wide:
+            slots += f" from {iso(fire.first_slot)}"
+    return " ".join(filter(None, [slots, _short(fire.error), _short(fire.run_error)])) or None
 
 
 def _round(delta: timedelta | None) -> float | None:

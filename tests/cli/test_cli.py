@@ -8,11 +8,13 @@ import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
+import sqlalchemy as sa
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import FORM_FIELDS
 from celery_dbeat.specs import Every
+from celery_dbeat.store.queries import Store
 from tests.cli.conftest import Cli, heartbeat, minutes, tick_fires, utc_now
 
 UTC = timezone.utc
@@ -492,8 +494,35 @@ def test_history_shows_the_fires_a_beat_recorded(cli: Cli) -> None:
     assert (fires[0]["task_id"], fires[0]["beat"]) == (sent[0], "beat-a")
     assert (fires[1]["slot_count"], fires[1]["first_slot"] is not None) == (9, True)
     assert "sent" in table.splitlines()[1]
-    assert "9 slots from" in table.splitlines()[2]
+    assert table.splitlines()[2].endswith("  9 slots")
+    assert "9 slots from" in cli.ok("history", "tick", "--wide").splitlines()[2]
     assert columns_align(table)
+
+
+def test_history_fits_100_columns_and_wide_shows_every_value_in_full(cli: Cli) -> None:
+    now = utc_now()
+    sent = tick_fires(cli, now - minutes(10) - timedelta(seconds=3), now, "skip")
+    beat, error = "worker-17.eu-west-1.compute.internal:2147483", "ConnectionError: " + "x" * 200
+    with Store(cli.app.conf.dbeat_database_url).engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE dbeat_fires SET beat = :b, error = :e"), {"b": beat, "e": error}
+        )
+
+    table = cli.ok("history", "tick")
+    wide = cli.ok("history", "tick", "--wide")
+
+    assert max(len(line) for line in table.splitlines()) <= 100, table
+    assert table.splitlines()[0].split() == [
+        "SLOT", "(UTC)", "KIND", "STATUS", "LAG", "BEAT", "RUN", "RAN", "NOTE",
+    ]  # fmt: skip
+    assert "worker-17.eu-…" in table
+    assert sent[0] not in table
+    assert all(line.endswith("…") for line in table.splitlines()[1:])
+    assert beat in wide
+    assert sent[0] in wide
+    assert max(len(line) for line in wide.splitlines()) > 100
+    assert columns_align(table)
+    assert columns_align(wide)
 
 
 def test_history_of_a_schedule_that_never_fired_says_so(cli: Cli) -> None:

@@ -92,7 +92,7 @@ def test_history_shows_each_runs_status_start_duration_worker_and_error(cli_any:
     )  # fmt: skip
 
     fires = json.loads(cli_any.ok("history", "tick", "--json"))
-    table = cli_any.ok("history", "tick")
+    table = cli_any.ok("history", "tick", "--wide")
 
     assert [list(f) for f in fires] == [FIRE_KEYS] * 3
     assert [(f["task_id"], f["status"], f["run_status"], f["outcome"]) for f in fires] == [
