@@ -53,10 +53,12 @@ app.conf.update(
 
 if SCHEDULER == "dbeat":
     app.conf.update(
-        dbeat_database_url=os.environ["BENCH_DATABASE_URL"],
-        dbeat_redis_url=BROKER_URL,
-        dbeat_redis_key_prefix=f"{PREFIX}dbeat:",
-        **json.loads(os.environ.get("BENCH_SETTINGS", "{}")),
+        {
+            "dbeat_database_url": os.environ["BENCH_DATABASE_URL"],
+            "dbeat_redis_url": BROKER_URL,
+            "dbeat_redis_key_prefix": f"{PREFIX}dbeat:",
+            **json.loads(os.environ.get("BENCH_SETTINGS", "{}")),
+        }
     )
 elif SCHEDULER == "redbeat":
     app.conf.update(redbeat_redis_url=BROKER_URL, redbeat_key_prefix=f"{PREFIX}redbeat:")

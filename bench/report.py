@@ -119,6 +119,12 @@ def other_table(rows: list[dict[str, Any]]) -> str:
             ("again_s", "s re-sync unchanged", ".1f"),
             ("half_s", "s re-sync with half removed", ".1f"),
         ],
+        "trigger": [
+            ("locks", "locks", ""),
+            ("p50_s", "s trigger to broker p50", ".3f"),
+            ("max_s", "s max", ".3f"),
+            ("duplicates", "duplicates", ""),
+        ],
         "catchup": [
             ("policy", "policy", ""),
             ("tick_s", "s for one tick 30 days behind", ".2f"),

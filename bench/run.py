@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import edges, herd, report, steady
+from bench import edges, herd, report, steady, trigger
 
 WORKDIR = Path(os.environ.get("BENCH_WORKDIR", "/tmp/dbeat-bench"))
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "scenario",
         choices=[
-            *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup"),
+            *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup", "trigger"),
             *("all", "table"),
         ],
     )
@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "catchup":
         for n in args.n or [1_000]:
             emit([edges.catchup(WORKDIR, n, p) for p in ("skip", "latest", "earliest", "all")])
+    elif args.scenario == "trigger":
+        for n in args.n or [1_000]:
+            emit([trigger.trigger(WORKDIR, n, args.repeats, redis_locks=r) for r in (True, False)])
     print(f"\n{_machine()}; {time.time() - started:.0f} s\n")
     print(report.render(rows if args.scenario != "table" else _load(args.out)))
 
