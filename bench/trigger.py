@@ -3,7 +3,7 @@
 One real beat on N daily schedules (nothing due), asleep between ticks; ``--repeats`` triggers of
 random schedules, one at a time, each timed until the queue holds one more message. Twice: with
 ``dbeat_redis_url`` (the write wakes the beat through Redis, as ``Schedules.from_app`` does) and
-without it (database locks; the beat sees the trigger at its next poll, ``dbeat_max_interval``).
+without it (database locks; the write wakes the beat through PostgreSQL's ``NOTIFY``).
 """
 
 from __future__ import annotations

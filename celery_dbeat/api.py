@@ -31,7 +31,7 @@ from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
 from .errors import ValidationError
 from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
 from .misfire import MisfirePolicy
-from .notify import ChangeNotifier
+from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar
 from .store import manage
@@ -269,19 +269,21 @@ class Schedules:
     ) -> None:
         """``notify``: a Redis URL or client; after each write, running beats are woken through
         it (give the beats' ``dbeat_redis_url``, ``dbeat_redis_key_prefix`` and
-        ``dbeat_redis_options``). ``live_within``: how young a heartbeat must be for its beat
-        to count as running (:meth:`live_beats`); three of the beats' ``dbeat_max_interval``."""
+        ``dbeat_redis_options``). Without it, on PostgreSQL through psycopg, writes ``NOTIFY``
+        the beats that run without Redis. ``live_within``: how young a heartbeat must be for
+        its beat to count as running (:meth:`live_beats`); three of the beats'
+        ``dbeat_max_interval``."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
             self.store, self._owns = Store(target), True
         self.clock = clock or SystemClock()
         self.live_within = live_within
-        self.notifier = (
-            None
-            if notify is None
-            else ChangeNotifier(notify, prefix=redis_key_prefix, options=redis_options)
-        )
+        self.notifier: ChangeNotifier | DatabaseNotifier | None = None
+        if notify is not None:
+            self.notifier = ChangeNotifier(notify, prefix=redis_key_prefix, options=redis_options)
+        elif notifies_through_database(self.store.engine):
+            self.notifier = DatabaseNotifier(self.store.engine)
 
     @classmethod
     def from_app(cls, app: Any, *, clock: Clock | None = None) -> Schedules:
@@ -527,8 +529,8 @@ class Schedules:
 
     def trigger(self, name: str) -> str:
         """Fire once now, outside the schedule; returns the task id. A running beat publishes
-        it at once when writes notify it (``notify``), else within ``dbeat_max_interval``; with
-        no beat running (:meth:`live_beats` is empty) it is sent when one starts."""
+        it at once when writes notify it (see ``notify``), else within ``dbeat_max_interval``;
+        with no beat running (:meth:`live_beats` is empty) it is sent when one starts."""
         with self._writing() as conn:
             return manage.record_manual_fire(conn, name, self._now(conn))
 

@@ -1,10 +1,12 @@
 """Change notifications: writes wake every running beat at once instead of at its next poll.
 
 Writers (the management API and every surface built on it) ``PUBLISH`` on a Redis channel after
-they commit; beats wait on that channel between ticks. A notification carries no data and makes
-beat reload nothing: it only ends the wait early, and the next tick's ordinary due query sees the
-change. A burst of notifications is drained at once, so 10,000 edits cost one wake-up. Without
-Redis, or while it is down, beats simply poll every ``dbeat_max_interval``.
+they commit; beats wait on that channel between ticks. Without ``dbeat_redis_url``, on
+PostgreSQL through psycopg, the same happens with ``NOTIFY``/``LISTEN`` on the schedule database
+itself. A notification carries no data and makes beat reload nothing: it only ends the wait
+early, and the next tick's ordinary due query sees the change. A burst of notifications is
+drained at once, so 10,000 edits cost one wake-up. Without either, or while it is down, beats
+simply poll every ``dbeat_max_interval``.
 """
 
 from __future__ import annotations
@@ -14,15 +16,27 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import sqlalchemy as sa
 from celery.utils.log import get_logger
+from sqlalchemy.engine import Engine
 
 from .config import mask_url
 
-__all__ = ["ChangeListener", "ChangeNotifier", "channel_name"]
+__all__ = [
+    "PG_CHANNEL",
+    "ChangeListener",
+    "ChangeNotifier",
+    "DatabaseListener",
+    "DatabaseNotifier",
+    "channel_name",
+    "notifies_through_database",
+]
 
 logger = get_logger(__name__)
 
 _RETRY_SUBSCRIBE = 30.0
+#: The PostgreSQL channel: ``LISTEN``/``NOTIFY`` are per database, so one name serves all.
+PG_CHANNEL = "dbeat_changes"
 
 
 def channel_name(prefix: str) -> str:
@@ -169,4 +183,106 @@ class ChangeListener:
             )
             self._down = True
         self._pubsub = None
+        self._retry_at = time.monotonic() + _RETRY_SUBSCRIBE
+
+
+def notifies_through_database(engine: Engine) -> bool:
+    """Whether writes and beats on ``engine`` can use ``NOTIFY``/``LISTEN`` (PostgreSQL through
+    psycopg 3, whose ``notifies`` waits with a timeout)."""
+    return engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+
+
+class DatabaseNotifier:
+    """``NOTIFY`` on the schedule database, for beats without Redis. Never raises, and after a
+    failure stays quiet for a while, as :class:`ChangeNotifier` does."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._quiet_until = 0.0
+
+    def notify(self) -> None:
+        if time.monotonic() < self._quiet_until:
+            return
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(sa.select(sa.func.pg_notify(PG_CHANNEL, "")))
+                conn.commit()
+        except Exception as exc:  # beats fall back to polling
+            self._quiet_until = time.monotonic() + _RETRY_SUBSCRIBE
+            logger.debug("dbeat: change notification not sent: %s", exc)
+
+    def close(self) -> None:
+        pass
+
+
+class DatabaseListener:
+    """Waits between ticks on ``LISTEN`` of the schedule database: :class:`ChangeListener`
+    without Redis. Holds one connection of its own (autocommit, idle between waits)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._raw: Any = None
+        self._closed = False
+        self._retry_at = 0.0
+        self._down = False
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds; return True if woken by a change."""
+        connection = self._listening()
+        if connection is None:
+            time.sleep(max(timeout, 0.0))
+            return False
+        deadline = time.monotonic() + timeout
+        try:
+            woken = any(True for _ in connection.notifies(timeout=max(timeout, 0.0), stop_after=1))
+            if woken:
+                for _ in connection.notifies(timeout=0):  # a burst is one wake-up
+                    pass
+            return woken
+        except Exception as exc:  # poll until the database is back
+            if self._closed:
+                return False  # closed under us by beat's SIGTERM handler: not an outage
+            self._lost(exc)
+            time.sleep(max(deadline - time.monotonic(), 0.0))
+            return False
+
+    def close(self) -> None:
+        self._closed = True
+        self._drop()
+
+    def _listening(self) -> Any:
+        if self._raw is not None:
+            return self._raw.driver_connection
+        if self._closed or time.monotonic() < self._retry_at:
+            return None
+        try:
+            # From the engine, so that its connect arguments (TLS files, ...) apply; never
+            # returned to the pool (see _drop).
+            self._raw = self.engine.raw_connection()
+            connection = self._raw.driver_connection
+            connection.autocommit = True
+            connection.execute(f"LISTEN {PG_CHANNEL}")
+        except Exception as exc:
+            self._lost(exc)
+            return None
+        if self._down:
+            logger.warning("dbeat: change notifications from the database resumed")
+            self._down = False
+        return connection
+
+    def _drop(self) -> None:
+        if self._raw is not None:
+            with contextlib.suppress(Exception):
+                self._raw.invalidate()
+            self._raw = None
+
+    def _lost(self, exc: Exception) -> None:
+        if not self._down:
+            logger.warning(
+                "dbeat: change notifications from the database unavailable (%s); polling "
+                "every tick",
+                exc,
+            )
+            self._down = True
+        self._drop()
         self._retry_at = time.monotonic() + _RETRY_SUBSCRIBE

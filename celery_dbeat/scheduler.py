@@ -27,7 +27,7 @@ from .definitions import Definition
 from .errors import DBeatError, SchemaVersionError
 from .locks import FireLock, make_lock
 from .metrics import NO_METRICS, start_metrics_server
-from .notify import ChangeListener
+from .notify import ChangeListener, DatabaseListener, notifies_through_database
 from .store import migrate
 from .store.manage import sync_config
 from .store.queries import PublishRequest, Store
@@ -66,7 +66,7 @@ class Scheduler(celery_beat.Scheduler):
         self.store: Store | None = None
         self.lock: FireLock | None = None
         self._ticker: Ticker | None = None
-        self._listener: ChangeListener | None = None
+        self._listener: ChangeListener | DatabaseListener | None = None
         self._closed = False
         self._ticking = False
         self._cleaned_up = False
@@ -113,6 +113,8 @@ class Scheduler(celery_beat.Scheduler):
                 prefix=self.dbeat.redis_key_prefix,
                 options=self.dbeat.redis_options,
             )
+        elif notifies_through_database(self.store.engine):
+            self._listener = DatabaseListener(self.store.engine)
         try:
             self._prepare_database()
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:

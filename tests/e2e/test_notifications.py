@@ -1,5 +1,5 @@
-"""A write through the API wakes a real, sleeping beat (Redis pub/sub), instead of waiting for its
-next poll."""
+"""A write through the API wakes a real, sleeping beat instead of waiting for its next poll:
+through Redis pub/sub with ``dbeat_redis_url``, else through PostgreSQL's ``NOTIFY``/``LISTEN``."""
 
 from __future__ import annotations
 
@@ -18,23 +18,33 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TASK_NAME = "e2e.record"  # the task of tests/e2e/app.py
 #: Longer than the test may take: a beat that is not woken would still be asleep at the end.
 POLL = 900
+#: How writes reach the beat: Redis (its locks' server) or the schedule database itself.
+THROUGH = pytest.mark.parametrize("through", ["redis", "postgresql"])
 
 
+def writer(harness: Harness, through: str) -> Schedules:
+    """The API as an application would open it: notifying through Redis when beats use it."""
+    if through == "postgresql":
+        return Schedules(harness.database_url)
+    return Schedules(
+        harness.database_url,
+        notify=harness.redis_url,
+        redis_key_prefix=harness.settings["dbeat_redis_key_prefix"],
+    )
+
+
+@THROUGH
 @pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
 def test_a_schedule_added_through_the_api_wakes_a_beat_asleep_for_its_poll_interval(
-    harness: Harness,
+    harness: Harness, through: str
 ) -> None:
-    harness.configure({}, redis_locks=True, max_interval=POLL, lock_ttl=POLL + 60)
+    harness.configure({}, redis_locks=through == "redis", max_interval=POLL, lock_ttl=POLL + 60)
     harness.start_worker()
     harness.start_beat("beat-1")
     harness.wait_ready()
     harness.run_for(1)  # the beat has ticked and sleeps for POLL seconds (nothing is scheduled)
 
-    with Schedules(
-        harness.database_url,
-        notify=harness.redis_url,
-        redis_key_prefix=harness.settings["dbeat_redis_key_prefix"],
-    ) as schedules:
+    with writer(harness, through) as schedules:
         soon = schedules.clock.now() + timedelta(seconds=2)
         schedules.add("woken", TASK_NAME, Once(soon), args=["woken"])
 
@@ -47,11 +57,12 @@ def test_a_schedule_added_through_the_api_wakes_a_beat_asleep_for_its_poll_inter
     assert received[0].received_at >= soon.timestamp() - 0.05, "not before its slot"
 
 
+@THROUGH
 @pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
 def test_run_now_wakes_a_beat_asleep_for_its_poll_interval_and_reads_as_routine(
-    harness: Harness,
+    harness: Harness, through: str
 ) -> None:
-    harness.configure({}, redis_locks=True, max_interval=POLL, lock_ttl=POLL + 60)
+    harness.configure({}, redis_locks=through == "redis", max_interval=POLL, lock_ttl=POLL + 60)
     with Schedules(harness.database_url) as schedules:
         migrate(schedules.store.engine)
         far = schedules.clock.now() + timedelta(days=30)
@@ -61,11 +72,7 @@ def test_run_now_wakes_a_beat_asleep_for_its_poll_interval_and_reads_as_routine(
     harness.wait_ready()
     harness.run_for(1)  # the beat has ticked (housekeeping included) and sleeps for POLL seconds
 
-    with Schedules(
-        harness.database_url,
-        notify=harness.redis_url,
-        redis_key_prefix=harness.settings["dbeat_redis_key_prefix"],
-    ) as schedules:
+    with writer(harness, through) as schedules:
         task_id = schedules.trigger("on-demand")
         triggered = time.time()
 

@@ -34,3 +34,28 @@ def test_beat_exits_on_sigterm_and_forgets_its_heartbeat(
     assert killed == [], [p.tail() for p in killed]
     with harness.engine.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM dbeat_beats")).scalar() == 0
+
+
+@pytest.mark.parametrize("redis_locks", [True, False], ids=["redis", "postgresql-listen"])
+@pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
+def test_beat_waiting_for_notifications_for_minutes_exits_on_sigterm_at_once(
+    harness: Harness, redis_locks: bool
+) -> None:
+    # Without Redis, beat waits on LISTEN of its own PostgreSQL connection (psycopg's
+    # notifies): a SIGTERM must end that wait, not the two minutes asked for.
+    harness.configure(
+        {"hourly": every(3600)}, redis_locks=redis_locks, max_interval=120, lock_ttl=180
+    )
+    beats = [harness.start_beat(f"beat-{n}") for n in range(2)]
+    harness.wait_until(
+        lambda: {b.pid for b in beats} <= {e["pid"] for e in harness.ready()},
+        timeout=60,
+        what="beats to start",
+    )
+    harness.run_for(2)
+
+    killed = harness.stop_all(beats, timeout=5)
+
+    assert killed == [], [p.tail() for p in killed]
+    with harness.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM dbeat_beats")).scalar() == 0
