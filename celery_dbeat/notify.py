@@ -37,6 +37,7 @@ logger = get_logger(__name__)
 _RETRY_SUBSCRIBE = 30.0
 #: The PostgreSQL channel: ``LISTEN``/``NOTIFY`` are per database, so one name serves all.
 PG_CHANNEL = "dbeat_changes"
+_DRAIN = 0.01
 
 
 def channel_name(prefix: str) -> str:
@@ -235,9 +236,10 @@ class DatabaseListener:
         deadline = time.monotonic() + timeout
         try:
             woken = any(True for _ in connection.notifies(timeout=max(timeout, 0.0), stop_after=1))
-            if woken:
-                for _ in connection.notifies(timeout=0):  # a burst is one wake-up
-                    pass
+            # A burst is one wake-up: read until nothing more arrives for 10 ms (a commit's
+            # notifications may come in several packets).
+            while woken and any(True for _ in connection.notifies(timeout=_DRAIN)):
+                pass
             return woken
         except Exception as exc:  # poll until the database is back
             if self._closed:
