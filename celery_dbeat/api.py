@@ -156,6 +156,12 @@ class ScheduleInfo:
             return "error"
         return "active" if self.enabled else "paused"
 
+    @property
+    def next_run(self) -> datetime | None:
+        """When it fires next: ``next_run_at`` while ``active``; ``None`` when paused (the
+        stored value is not a promise: resuming recomputes it), finished or in error."""
+        return self.next_run_at if self.state == "active" else None
+
 
 @dataclass(frozen=True)
 class BeatInfo:

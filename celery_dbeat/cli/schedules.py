@@ -66,9 +66,8 @@ def _refuse_config(info: ScheduleInfo, force: bool, done: str, until: str) -> No
 
 
 def _summary(verb: str, info: ScheduleInfo) -> str:
-    return (
-        f"{verb} {info.name!r}: {spec_text(info)}; {info.state}, next run {iso(info.next_run_at)}"
-    )
+    when = f", next run {iso(info.next_run)}" if info.next_run is not None else ""
+    return f"{verb} {info.name!r}: {spec_text(info)}; {info.state}{when}"
 
 
 def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
@@ -205,7 +204,7 @@ def trigger(name: str, as_json: bool) -> None:
         live = schedules.live_beats()
     if as_json:
         echo_json({"name": name, "task_id": task_id, "live_beats": len(live)})
-    elif state.settings.redis_url:
+    elif schedules.notifier is not None:  # beats are woken: Redis, or PostgreSQL's NOTIFY
         click.echo(f"triggered {name!r}: task id {task_id}")
     else:
         wait = seconds_text(state.settings.max_interval.total_seconds())
@@ -239,7 +238,7 @@ def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: 
         return
     echo_table(
         ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)"],
-        ([i.name, i.task, spec_text(i), i.state, i.next_run_at] for i in infos),
+        ([i.name, i.task, spec_text(i), i.state, i.next_run] for i in infos),
         empty="no schedules",
     )
 
@@ -257,6 +256,8 @@ def show(name: str, as_json: bool) -> None:
         return
     for key in ("every", "misfire_grace", "jitter", "max_run_time"):
         data[key] = seconds_text(data[key])
+    if info.next_run is None and info.next_run_at is not None:
+        data["next_run_at"] = f"- (stored {data['next_run_at']}; {info.state})"
     rows = [[k, v] for k, v in data.items()]
     rows.insert(2, ["schedule", spec_text(info)])
     echo_table(["FIELD", "VALUE"], rows)

@@ -349,7 +349,7 @@ def test_update_disabled_and_enabled_pause_and_resume(cli: Cli) -> None:
     paused = cli.ok("update", "s", "--disabled")
     resumed = cli.ok("update", "s", "--enabled")
 
-    assert "; paused," in paused
+    assert paused.endswith("; paused\n")
     assert "; active," in resumed
 
 
@@ -529,3 +529,17 @@ def test_history_of_a_schedule_that_never_fired_says_so(cli: Cli) -> None:
     cli.ok("add", "s", "proj.tasks.s", "--every", "1h")
 
     assert cli.ok("history", "s") == "no fires recorded for 's' yet\n"
+
+
+def test_a_paused_schedule_shows_no_next_run_but_json_keeps_the_stored_value(cli: Cli) -> None:
+    cli.ok("add", "p", "proj.tasks.p", "--every", "1h")
+
+    paused = cli.ok("pause", "p")
+    listed = cli.ok("list").splitlines()[1].split()
+    shown = dict(line.split(None, 1) for line in cli.ok("show", "p").splitlines()[1:])
+    stored = json.loads(cli.ok("show", "p", "--json"))["next_run_at"]
+
+    assert paused == "paused 'p': every 1h; paused\n"
+    assert listed == ["p", "proj.tasks.p", "every", "1h", "paused", "-"]
+    assert shown["next_run_at"] == f"- (stored {stored}; paused)"
+    assert stored is not None
