@@ -1,9 +1,11 @@
-"""``export`` and ``import``: schedules as a JSON or YAML file of plain forms.
+"""``export`` and ``import``: schedules as a JSON or YAML file of plain forms, and ``import
+--from`` another scheduler (django-celery-beat, RedBeat; :mod:`celery_dbeat.importers`).
 
 The file is ``{"version": 1, "schedules": [form, ...]}`` where each form is
 :func:`~celery_dbeat.definitions.definition_to_form` of a schedule, read back with
 :func:`~celery_dbeat.definitions.definition_from_form`. Export -> import -> export gives the same
-file, and importing a file twice changes nothing the second time.
+file, and importing a file twice changes nothing the second time. So does importing a source
+twice: its entries become the same definitions each time.
 """
 
 from __future__ import annotations
@@ -15,11 +17,27 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 import click
+import sqlalchemy as sa
 
 from ..api import ScheduleInfo, Schedules
+from ..clock import SystemClock
 from ..definitions import Definition, definition_from_form, definition_to_form
 from ..errors import ValidationError
-from ._common import CommandError, DBeatCommand, echo_json, progress, runtime
+from ..importers import SourceRead, SourceUnavailable
+from ..importers.plan import ACTIONS, Step, expected_next, plan, timing_notes
+from ..store.database import create_engine
+from ..timing.cron import load_zone
+from ..urls import mask_url
+from ._common import (
+    CommandError,
+    DatabaseProblem,
+    DBeatCommand,
+    echo_json,
+    iso,
+    progress,
+    runtime,
+    seconds_text,
+)
 from ._forms import definition_of
 
 __all__ = ["FORMAT_VERSION", "export", "import_"]
@@ -172,45 +190,245 @@ def _action(definition: Definition, current: ScheduleInfo | None) -> str:
     return "unchanged" if same and not toggle else "updated"
 
 
-def _apply(schedules: Schedules, definition: Definition, current: ScheduleInfo | None) -> None:
+def _apply(
+    schedules: Schedules, definition: Definition, current: ScheduleInfo | None
+) -> ScheduleInfo:
     if current is None:
-        schedules.create(definition)
-    else:
-        schedules.replace(definition.name, definition)
+        return schedules.create(definition)
+    return schedules.replace(definition.name, definition)
+
+
+def _quietly(schedules: Schedules, changes: list[Any], each: Any) -> None:
+    """Run ``each`` over ``changes``, waking the beats once for all of them, not once each."""
+    notifier, schedules.notifier = schedules.notifier, None
+    try:
+        progress(changes, "importing", each)
+    finally:
+        if notifier is not None:
+            notifier.notify()
+            schedules.notifier = notifier
+
+
+SOURCES = ("django-celery-beat", "redbeat")
 
 
 @click.command("import", cls=DBeatCommand)
-@click.argument("file", type=click.File("r", encoding="utf-8"))
-@click.option("--format", "fmt", type=click.Choice(FORMATS),
-              help="Default: yaml for a .yaml/.yml FILE, else json.")  # fmt: skip
+@click.argument("file", type=click.File("r", encoding="utf-8"), required=False)
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(SOURCES),
+    help="Read another scheduler's schedules instead of FILE (docs/migrating.md).",
+)
+@click.option(
+    "--source-url",
+    metavar="URL",
+    help="--from django-celery-beat: its database (default: dbeat_database_url); "
+    "redbeat: its Redis (default: redbeat_redis_url, else broker_url).",
+)
+@click.option(
+    "--source-timezone",
+    metavar="ZONE",
+    help="--from django-celery-beat: the zone of naive timestamps (MySQL, SQLite); "
+    "default UTC, as Django writes them with USE_TZ = True.",
+)
+@click.option(
+    "--key-prefix",
+    metavar="PREFIX",
+    help="--from redbeat: its key prefix (default: redbeat_key_prefix, else 'redbeat:').",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="Default: yaml for a .yaml/.yml FILE, else json.",
+)
 @click.option("--dry-run", is_flag=True, help="Only say what would change.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def import_(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -> None:
-    """Create or update, by name, the schedules of FILE ('-' for stdin).
+def import_(
+    file: IO[str] | None,
+    source: str | None,
+    source_url: str | None,
+    source_timezone: str | None,
+    key_prefix: str | None,
+    fmt: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Create or update, by name, the schedules of FILE ('-' for stdin), or with --from those of
+    django-celery-beat or RedBeat.
 
     The whole file is checked before anything is written. Schedules not in FILE are left alone.
+
+    With --from, each entry is listed with what it becomes and its next fire. An entry that
+    cannot be represented is refused with its reason and the command exits 1, the others
+    imported all the same. Entries of the app's beat_schedule are skipped (beat syncs them
+    itself). Exit 4: the source cannot be read.
     """
+    given = {
+        "--source-url": source_url,
+        "--source-timezone": source_timezone,
+        "--key-prefix": key_prefix,
+    }
+    if source is None:
+        if file is None:
+            raise click.UsageError("give a FILE, or --from django-celery-beat or --from redbeat")
+        flag = next((flag for flag, value in given.items() if value is not None), None)
+        if flag is not None:
+            raise click.UsageError(f"{flag} applies to --from only")
+        _import_file(file, fmt, dry_run, as_json)
+        return
+    if file is not None:
+        raise click.UsageError("give a FILE or --from, not both")
+    if fmt is not None:
+        raise click.UsageError("--format applies to a FILE only")
+    if key_prefix is not None and source != "redbeat":
+        raise click.UsageError("--key-prefix applies to --from redbeat only")
+    if source_timezone is not None and source != "django-celery-beat":
+        raise click.UsageError("--source-timezone applies to --from django-celery-beat only")
+    read = _read(source, source_url, source_timezone, key_prefix)
+    _import_source(read, dry_run, as_json)
+
+
+def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -> None:
     source = "<stdin>" if file.name == "<stdin>" else file.name
     definitions = _parse(load(file.read(), _format(fmt, file), source), source)
     report: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     with runtime().schedules() as schedules:
         current = {info.name: info for info in schedules.list()}
-        plan = [(d, _action(d, current.get(d.name))) for d in definitions]
-        for definition, action in plan:
+        planned = [(d, _action(d, current.get(d.name))) for d in definitions]
+        for definition, action in planned:
             report[action].append(definition.name)
-        changes = [(d, current.get(d.name)) for d, action in plan if action != "unchanged"]
+        changes = [(d, current.get(d.name)) for d, action in planned if action != "unchanged"]
         if changes and not dry_run:
-            # Wake the beats once for the whole file, not once per schedule.
-            notifier, schedules.notifier = schedules.notifier, None
-            try:
-                progress(changes, "importing", lambda change: _apply(schedules, *change))
-            finally:
-                if notifier is not None:
-                    notifier.notify()
-                    schedules.notifier = notifier
+            _quietly(schedules, changes, lambda change: _apply(schedules, *change))
     if as_json:
         echo_json(dict(report, dry_run=dry_run))
         return
     counts = ", ".join(f"{key} {len(names)}" for key, names in report.items())
     verb = "would import" if dry_run else "imported"
     click.echo(f"{verb} {len(definitions)} schedules from {source}: {counts}")
+
+
+# --from: another scheduler's schedules -------------------------------------------------------
+
+
+def _read(source: str, url: str | None, zone_name: str | None, prefix: str | None) -> SourceRead:
+    """Everything the source holds; a source that cannot be read exits 4."""
+    state, now = runtime(), SystemClock().now()
+    if source == "django-celery-beat":
+        from ..importers.django_celery_beat import read_django_celery_beat
+
+        zone = load_zone(zone_name or "UTC", "--source-timezone")
+        # By default the dbeat database, with its engine options (TLS, timeouts).
+        options = None if url else dict(state.settings.engine_options)
+        url = url or state.settings.database_url
+        try:
+            engine = create_engine(url, options)
+        except ModuleNotFoundError as exc:
+            raise CommandError(
+                f"the database driver for {mask_url(url)} is not installed ({exc})"
+            ) from None
+        except sa.exc.ArgumentError as exc:
+            raise CommandError(f"--source-url={mask_url(url)}: {exc}") from None
+        try:
+            return read_django_celery_beat(engine, naive_zone=zone, now=now)
+        except (sa.exc.DBAPIError, SourceUnavailable) as exc:
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            raise DatabaseProblem(
+                f"cannot read django-celery-beat's tables at {mask_url(url)}: {reason}"
+            ) from None
+        finally:
+            engine.dispose()
+    try:
+        from ..redis_client import UNAVAILABLE, close_client, create_client
+    except ImportError as exc:
+        raise CommandError(str(exc)) from None
+    from ..importers.redbeat import RedBeatSettings, app_zone, read_redbeat
+
+    settings = RedBeatSettings.from_app(state.app, url=url, prefix=prefix)
+    client = create_client(settings.url, settings.options)
+    try:
+        return read_redbeat(client, settings, zone=app_zone(state.app), now=now)
+    except UNAVAILABLE as exc:
+        raise DatabaseProblem(
+            f"cannot read RedBeat's Redis {mask_url(settings.url)}: {exc}"
+        ) from None
+    finally:
+        close_client(client)
+
+
+def _describe(definition: Definition) -> str:
+    spec = definition.spec
+    if spec["kind"] == "cron":
+        text = f"cron {spec['cron']!r} {spec['timezone']}"
+    elif spec["kind"] == "interval":
+        text = f"every {seconds_text(spec['every'])}"
+    elif spec["kind"] == "once":
+        text = f"once at {iso(spec['run_at'])}"
+    else:
+        text = f"{spec['solar_event']} at {spec['latitude']}, {spec['longitude']}"
+    if definition.start_at is not None:
+        text += f" from {iso(definition.start_at)}"
+    if definition.end_at is not None:
+        text += f" until {iso(definition.end_at)}"
+    return text
+
+
+def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
+    state = runtime()
+    with state.schedules() as schedules:
+        current = {info.name: info for info in schedules.list()}
+        steps = plan(read, current, set(state.app.conf.beat_schedule or {}), _action)
+        changes = [step for step in steps if step.action in ("created", "updated")]
+
+        def write(step: Step) -> None:
+            step.stored = _apply(schedules, step.definition, step.current)
+
+        if changes and not dry_run:
+            _quietly(schedules, changes, write)
+    now = SystemClock().now()
+    report: dict[str, Any] = {key: [] for key in ACTIONS[:3]}
+    report.update(skipped={}, refused={}, notes={}, next_run_at={})
+    lines = []
+    width = max((len(step.name) for step in steps), default=0)
+    for step in steps:
+        detail, notes = step.reason or "", list(step.entry.notes)
+        if step.action in ACTIONS[:3]:
+            report[step.action].append(step.name)
+            upcoming, status = expected_next(step, now, _readable(step.current))
+            report["next_run_at"][step.name] = iso(upcoming)
+            shown = f"next {iso(upcoming)}" if status == "active" else status
+            detail = f"{_describe(step.definition)}; {shown}"
+            notes += timing_notes(step, upcoming, status, now)
+        else:
+            report[step.action][step.name] = step.reason
+        if notes:
+            report["notes"][step.name] = notes
+        lines.append(f"{step.action:<9}  {step.name:<{width}}  {detail}")
+        lines.extend(f"{'':<9}  {'':<{width}}  note: {note}" for note in notes)
+    refused = list(report["refused"])
+    if as_json:
+        echo_json(dict(report, source=read.source, dry_run=dry_run, warnings=read.warnings))
+    else:
+        for line in [*(f"warning: {w}" for w in read.warnings), *lines]:
+            click.echo(line)
+        imported = sum(len(report[key]) for key in ACTIONS[:3])
+        counts = ", ".join(f"{key} {len(report[key])}" for key in ACTIONS)
+        verb = "would import (dry run, nothing written)" if dry_run else "imported"
+        click.echo(f"{verb} {imported} schedules from {read.source}: {counts}")
+    if refused:
+        shown = ", ".join(repr(name) for name in refused[:5]) + (
+            ", ..." if len(refused) > 5 else ""
+        )
+        count = "1 entry" if len(refused) == 1 else f"{len(refused)} entries"
+        raise CommandError(f"{count} cannot be imported (see the reasons above): {shown}")
+
+
+def _readable(info: ScheduleInfo | None) -> Definition | None:
+    if info is None:
+        return None
+    try:
+        return definition_of(info)
+    except ValidationError:
+        return None
