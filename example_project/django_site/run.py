@@ -3,9 +3,9 @@
 
     python example_project/django_site/run.py [ADDR:PORT] [--setup-only]
 
-Creates Django's own tables (``migrate``) and celery-dbeat's (``dbeat_migrate``) in the example
-app's database, creates the superuser admin/admin if missing, then runs Django's development
-server (default 127.0.0.1:8000).
+Creates Django's tables and celery-dbeat's (``manage.py migrate`` does both) in the example app's
+database, creates the superuser admin/admin if missing, then runs Django's development server
+(default 127.0.0.1:8000).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ def main() -> int:
 
     django.setup()
     call_command("migrate", interactive=False, verbosity=0)
-    call_command("dbeat_migrate")
     users = get_user_model().objects
     if not users.filter(username="admin").exists():
         users.create_superuser("admin", "admin@example.com", "admin")

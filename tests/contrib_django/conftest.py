@@ -5,9 +5,11 @@ nothing is configured unless a test asks for it; other test packages in the same
 never see Django. The site:
 
 * ``default``: a private SQLite file holding Django's own tables (auth, sessions, admin log) and
-  celery-dbeat's, so the admin runs on "the project's own database" without any dbeat setting;
+  celery-dbeat's, both made by Django's ``migrate``, so the admin runs on "the project's own
+  database" without any dbeat setting;
 * ``shifted``: the same file, read with ``DATABASES[...]['TIME_ZONE'] = 'Asia/Tokyo'``;
-* ``postgres``: a private PostgreSQL database with celery-dbeat's tables (when reachable).
+* ``postgres``: a private PostgreSQL database with celery-dbeat's tables (when reachable);
+* ``spare``: a SQLite file that each test using the ``spare`` fixture starts without.
 
 ``TIME_ZONE`` is America/New_York so that a value read in the wrong zone is off by hours.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +43,7 @@ class DjangoSite:
     sqlite_url: str
     postgres_url: str | None
     postgres_problem: str | None
+    spare_path: Path
 
     def require_postgres(self) -> str:
         if self.postgres_url is None:
@@ -80,7 +84,7 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DjangoSite
         pytest.fail("Django was configured before tests/contrib_django could configure it")
     with ExitStack() as stack:
         sqlite_url = stack.enter_context(private_database("sqlite", tmp_path_factory))
-        _migrate_dbeat(sqlite_url)
+        spare_path = tmp_path_factory.mktemp("spare") / "spare.sqlite3"
         postgres_url: str | None = None
         problem: str | None = None
         try:
@@ -90,6 +94,7 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DjangoSite
         databases = {
             "default": _django_entry(sqlite_url),
             "shifted": {**_django_entry(sqlite_url), "TIME_ZONE": "Asia/Tokyo"},
+            "spare": _django_entry(f"sqlite:///{spare_path}"),
         }
         if postgres_url is not None:
             _migrate_dbeat(postgres_url)
@@ -148,10 +153,11 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DjangoSite
         django.setup()
         _state._set_current_app(previous_app)
         setup_test_environment()
+        # Creates celery-dbeat's tables too (celery_dbeat.0001_initial), on the default alias.
         call_command("migrate", run_syncdb=True, verbosity=0, interactive=False)
         get_user_model().objects.create_superuser(ADMIN_USER, "admin@example.com", ADMIN_PASSWORD)
         try:
-            yield DjangoSite(sqlite_url, postgres_url, problem)
+            yield DjangoSite(sqlite_url, postgres_url, problem, spare_path)
         finally:
             from celery_dbeat.contrib.django.conf import reset
 
@@ -208,3 +214,41 @@ def clock(api: Any, monkeypatch: pytest.MonkeyPatch) -> FixedClock:
     fixed = FixedClock(START)
     monkeypatch.setattr(api, "clock", fixed)
     return fixed
+
+
+def _remove_sqlite_file(path: Path) -> None:
+    from django.db import connections
+
+    connections["spare"].close()
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def spare(site: DjangoSite) -> Iterator[Path]:
+    """The ``spare`` alias's SQLite file, absent (so empty) when the test starts; removed after."""
+    _remove_sqlite_file(site.spare_path)
+    yield site.spare_path
+    _remove_sqlite_file(site.spare_path)
+
+
+@pytest.fixture
+def celery_app(site: Any) -> Iterator[Any]:
+    """The project's Celery app, as ``proj/celery.py`` makes it before Django is ready."""
+    from celery import Celery, _state
+
+    from celery_dbeat.contrib.django.conf import remember_celery_app
+
+    app = Celery("proj", set_as_current=False)
+
+    @app.task(name="proj.tasks.report", shared=False)
+    def report() -> None: ...
+
+    @app.task(name="proj.tasks.poll", shared=False)
+    def poll() -> None: ...
+
+    app.set_current()
+    remember_celery_app()
+    yield app
+    _state._set_current_app(None)
+    remember_celery_app()

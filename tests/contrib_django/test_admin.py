@@ -274,6 +274,57 @@ def test_the_trigger_action_records_a_manual_fire_and_keeps_next_run_at(
     assert api.get("report").next_run_at == report.next_run_at
 
 
+def levels_and_messages(response: Any) -> list[tuple[str, str]]:
+    return [(m.level_tag, str(m)) for m in response.context["messages"]]
+
+
+def test_triggering_with_no_beat_running_warns_that_the_fire_waits_for_one(
+    client: Any, api: Any, report: Any, site: Any, clock: FixedClock
+) -> None:
+    # A beat last seen 16 s ago: 3 x dbeat_max_interval (5 s) has passed.
+    insert_beat(site.sqlite_url, "host-a:4242", clock.now() - timedelta(seconds=16))
+    response = act(client, "trigger", report.id)
+    (fire,) = api.history("report")
+    assert levels_and_messages(response) == [
+        (
+            "warning",
+            f"Triggered: report (task id {fire.task_id}), but no beat is running (none seen "
+            "within the last 15 s): the fire is recorded and will be sent when a beat starts.",
+        )
+    ]
+
+
+def test_triggering_with_a_beat_running_says_the_fire_is_being_sent_now(
+    client: Any, api: Any, report: Any, site: Any, clock: FixedClock
+) -> None:
+    insert_beat(site.sqlite_url, "host-a:4242", clock.now() - timedelta(seconds=14))
+    other = api.add("other", "proj.tasks.o", Every(60))
+    response = act(client, "trigger", report.id, other.id)
+    ids = {f.task_id for name in ("report", "other") for f in api.history(name)}
+    ((level, message),) = levels_and_messages(response)
+    assert level == "success"
+    assert message.startswith("Triggered: other (task id ")
+    assert message.endswith(": being sent now by the running beat host-a:4242.")
+    assert all(task_id in message for task_id in ids)
+
+
+def test_the_live_rule_follows_dbeat_max_interval(
+    client: Any, api: Any, report: Any, site: Any, clock: FixedClock
+) -> None:
+    from django.test import override_settings
+
+    from celery_dbeat.contrib.django import schedules
+
+    insert_beat(site.sqlite_url, "host-a:4242", clock.now() - timedelta(seconds=16))
+    with override_settings(CELERY_DBEAT_MAX_INTERVAL=10):
+        wide = schedules()
+        wide.clock = clock
+        assert wide.live_within == timedelta(seconds=30)
+        response = act(client, "trigger", report.id)
+        assert levels_and_messages(response)[0][0] == "success"
+        assert "live, seen 16 s ago" in text_of(client.get(BEATS))
+
+
 def test_an_action_the_api_refuses_is_reported_by_name(
     client: Any, api: Any, clock: FixedClock
 ) -> None:
@@ -392,3 +443,13 @@ def test_the_beats_page_lists_running_beats(client: Any, site: Any) -> None:
     response = client.get(BEATS)
     assert listed(response) == ["host-a:4242"]
     assert client.get(f"{BEATS}add/").status_code == 403
+
+
+def test_the_beats_page_says_live_by_the_trigger_actions_rule(
+    client: Any, site: Any, clock: FixedClock
+) -> None:
+    insert_beat(site.sqlite_url, "host-a:1", clock.now() - timedelta(seconds=15))
+    insert_beat(site.sqlite_url, "host-b:2", clock.now() - timedelta(seconds=16))
+    page = text_of(client.get(BEATS))
+    assert "live, seen 15 s ago" in page
+    assert "silent, seen 16 s ago" in page

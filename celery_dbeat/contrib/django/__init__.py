@@ -6,10 +6,11 @@
     from celery_dbeat.contrib.django import database_url
     CELERY_DBEAT_DATABASE_URL = database_url(DATABASES["default"])   # beat uses it too
 
-Then ``python manage.py dbeat_migrate`` creates the tables (celery-dbeat's Alembic migrations;
-the Django models are unmanaged and read-only), and ``celery -A proj beat -S dbeat`` fires them.
-Without ``CELERY_DBEAT_DATABASE_URL`` the admin still defaults to Django's database, but a Celery
-app configured from Django's settings would default to its own SQLite file.
+Then ``python manage.py migrate`` creates the tables (its ``celery_dbeat`` migrations run
+celery-dbeat's own Alembic ones; the Django models are unmanaged and read-only; see
+``operations.py``), and ``celery -A proj beat -S dbeat`` fires them. Without
+``CELERY_DBEAT_DATABASE_URL`` the admin still defaults to Django's database, but a Celery app
+configured from Django's settings would default to its own SQLite file.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 Reads go through the read-only models; every write goes through
 :class:`celery_dbeat.api.Schedules`, so it is validated and moves ``next_run_at`` by the same
 rules as the CLI and beat's config sync (a timing edit recomputes it, a payload edit keeps it).
+Until celery-dbeat's tables are there, every view shows what to do instead (see ``tables.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from django.utils.html import format_html
 
 from celery_dbeat.errors import DBeatError, ScheduleNotFound
 
-from .conf import database_alias, dbeat_settings, schedules
+from .base import OnScheduleDatabase, ReadOnly
+from .conf import schedules
 from .display import (
     RunStatusFilter,
     StateFilter,
@@ -31,8 +33,9 @@ from .display import (
     show_lag,
     utc,
 )
-from .forms import ScheduleForm
+from .forms import KIND_FIELDS, ScheduleForm
 from .models import Beat, Fire, Schedule
+from .tasks import unknown_task_warning
 
 __all__ = ["BeatAdmin", "FireAdmin", "ScheduleAdmin"]
 
@@ -49,46 +52,22 @@ class _WriteRefused(Exception):
     """The API refused a write after the form validated (a concurrent edit, a name taken)."""
 
 
-class _OnScheduleDatabase(admin.ModelAdmin):
-    """Reads from the Django database that holds celery-dbeat's tables."""
-
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).using(database_alias())
-
-
-class _ReadOnly(_OnScheduleDatabase):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(Schedule)
-class ScheduleAdmin(_OnScheduleDatabase):
+class ScheduleAdmin(OnScheduleDatabase):
     form = ScheduleForm
     list_display = ("name", "task", "spec", "state", "next_run", "last_fired", "run_count")
     list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
     search_fields = ("name", "task")
     actions = ("pause", "resume", "trigger")
     save_on_top = True
-    timing_fields = (
-        "kind",
-        "cron",
-        "timezone",
-        "cron_days",
-        "dst_gap",
-        "dst_fold",
-        "every",
-        "run_at",
-        "start_at",
-        "end_at",
-        "max_runs",
-        "jitter",
+    #: Each kind's fieldset: shown alone by the kind menu's script (class dbeat-kind-<kind>).
+    kind_fieldsets = (
+        ("cron", "Cron"),
+        ("interval", "Interval"),
+        ("once", "Once"),
+        ("solar", "Solar"),
     )
+    bound_fields = ("start_at", "end_at", "max_runs", "jitter")
     state_fields = (
         "state",
         "next_run",
@@ -103,8 +82,6 @@ class ScheduleAdmin(_OnScheduleDatabase):
         "updated",
     )
 
-    next_run = instant("next_run_at", "next run at")
-    due = instant("due_at", "due at (with jitter)")
     last_fired = instant("last_slot", "last slot")
     finished = instant("finished_at", "finished at")
     created = instant("created_at", "created at")
@@ -113,7 +90,17 @@ class ScheduleAdmin(_OnScheduleDatabase):
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
             (None, {"fields": ("name", "task", "enabled")}),
-            ("When", {"fields": self.timing_fields}),
+            ("When", {"fields": ("kind",)}),
+        ]
+        for kind, title in self.kind_fieldsets:
+            fieldsets.append(
+                (
+                    f"{title} (used when the kind is {kind})",
+                    {"fields": KIND_FIELDS[kind], "classes": ("dbeat-kind", f"dbeat-kind-{kind}")},
+                )
+            )
+        fieldsets += [
+            ("Bounds and jitter", {"fields": self.bound_fields}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
             ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
@@ -134,19 +121,39 @@ class ScheduleAdmin(_OnScheduleDatabase):
             return f"every {obj.every:g} s"
         if obj.kind == "once":
             return f"once at {utc(obj.run_at)}"
+        if obj.kind == "solar" and obj.latitude is not None and obj.longitude is not None:
+            return f"{obj.solar_event} at {obj.latitude:g}, {obj.longitude:g}"
         return str(obj.kind)
 
     @admin.display(description="state")
     def state(self, obj: Schedule) -> str:
         return obj.state
 
+    @admin.display(description="next run at", ordering="next_run_at")
+    def next_run(self, obj: Schedule) -> str:
+        """None unless active: a paused, finished or failing schedule does not fire (the stored
+        ``next_run_at`` of a paused one is recomputed when it resumes)."""
+        return utc(obj.next_run_at) if obj.state == "active" else f"none ({obj.state})"
+
+    @admin.display(description="due at (with jitter)", ordering="due_at")
+    def due(self, obj: Schedule) -> str:
+        return utc(obj.due_at) if obj.state == "active" else f"none ({obj.state})"
+
     @admin.display(description="next slots")
     def next_slots(self, obj: Schedule) -> str:
+        if obj.state == "finished":
+            return "none: the schedule has finished"
         try:
             slots = schedules().preview(obj.name, count=PREVIEW_COUNT)
         except DBeatError as exc:
             return f"cannot be computed: {exc}"
-        return next_slots_html(slots, obj.timezone if obj.kind == "cron" else None)
+        listed = next_slots_html(slots, obj.timezone if obj.kind == "cron" else None)
+        if obj.state == "paused":
+            paused: str = format_html(
+                "none while paused; resumed now (without catch-up), it would fire at: {}", listed
+            )
+            return paused
+        return listed
 
     @admin.display(description="recent fires")
     def recent_fires(self, obj: Schedule) -> str:
@@ -168,6 +175,9 @@ class ScheduleAdmin(_OnScheduleDatabase):
         # own transaction. On a SQLite file shared with the tables, Django's would keep a read
         # snapshot from before the API's commit (the saved row would not be found), or with
         # transaction_mode IMMEDIATE hold the write lock the API waits for.
+        missing = self.tables_missing(request)
+        if missing is not None:
+            return missing
         if object_id is not None and request.method == "GET":
             obj = self.get_object(request, object_id)
             if obj is not None and obj.origin == "config":
@@ -183,7 +193,7 @@ class ScheduleAdmin(_OnScheduleDatabase):
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         # As changeform_view: the API deletes in its own transaction.
-        return self._delete_view(request, object_id, extra_context)
+        return self.tables_missing(request) or self._delete_view(request, object_id, extra_context)
 
     def save_model(
         self, request: HttpRequest, obj: Schedule, form: ScheduleForm, change: bool
@@ -199,6 +209,9 @@ class ScheduleAdmin(_OnScheduleDatabase):
                 info = api.replace(form.original_name, definition)
         except DBeatError as exc:
             raise _WriteRefused(str(exc)) from exc
+        warning = unknown_task_warning(definition.task)
+        if warning is not None:
+            self.message_user(request, warning, messages.WARNING)
         fresh = self.get_queryset(request).get(pk=info.id)
         for field in Schedule._meta.concrete_fields:
             setattr(obj, field.attname, getattr(fresh, field.attname))
@@ -218,9 +231,10 @@ class ScheduleAdmin(_OnScheduleDatabase):
     # Actions ----------------------------------------------------------------------------------
 
     def _each(
-        self, request: HttpRequest, queryset: QuerySet, verb: str, call: Callable[[str], object]
-    ) -> None:
-        """Apply ``call`` to each selected schedule's name; report what was done and refused."""
+        self, request: HttpRequest, queryset: QuerySet, call: Callable[[str], object]
+    ) -> list[str]:
+        """Apply ``call`` to each selected schedule's name; report what was refused, return
+        what was done (each name, with what ``call`` returned if anything)."""
         done: list[str] = []
         for name in queryset.values_list("name", flat=True):
             try:
@@ -229,8 +243,7 @@ class ScheduleAdmin(_OnScheduleDatabase):
                 self.message_user(request, f"{name}: {exc}", messages.ERROR)
                 continue
             done.append(name if detail is None else f"{name} ({detail})")
-        if done:
-            self.message_user(request, f"{verb}: {', '.join(done)}.", messages.SUCCESS)
+        return done
 
     @admin.action(description="Pause the selected schedules", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet) -> None:
@@ -239,7 +252,9 @@ class ScheduleAdmin(_OnScheduleDatabase):
         def pause(name: str) -> None:
             api.pause(name)
 
-        self._each(request, queryset, "Paused", pause)
+        done = self._each(request, queryset, pause)
+        if done:
+            self.message_user(request, f"Paused: {', '.join(done)}.", messages.SUCCESS)
 
     @admin.action(
         description="Resume the selected schedules (from now, without catch-up)",
@@ -251,21 +266,39 @@ class ScheduleAdmin(_OnScheduleDatabase):
         def resume(name: str) -> None:
             api.resume(name)
 
-        self._each(request, queryset, "Resumed", resume)
+        done = self._each(request, queryset, resume)
+        if done:
+            self.message_user(request, f"Resumed: {', '.join(done)}.", messages.SUCCESS)
 
     @admin.action(description="Trigger the selected schedules now", permissions=["change"])
     def trigger(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """One extra fire each, recorded now; sent by a running beat, or when one starts."""
         api = schedules()
 
         def trigger(name: str) -> str:
             return f"task id {api.trigger(name)}"
 
-        verb = "Triggered (a running beat publishes each within dbeat_max_interval)"
-        self._each(request, queryset, verb, trigger)
+        done = self._each(request, queryset, trigger)
+        if not done:
+            return
+        triggered = f"Triggered: {', '.join(done)}"
+        live = [beat.name for beat in api.live_beats()]
+        if live:
+            by = f"the running beat{'s' if len(live) > 1 else ''} {', '.join(live)}"
+            self.message_user(request, f"{triggered}: being sent now by {by}.", messages.SUCCESS)
+            return
+        within = f"{api.live_within.total_seconds():g} s"
+        recorded = "fire is" if len(done) == 1 else "fires are"
+        self.message_user(
+            request,
+            f"{triggered}, but no beat is running (none seen within the last {within}): the "
+            f"{recorded} recorded and will be sent when a beat starts.",
+            messages.WARNING,
+        )
 
 
 @admin.register(Fire)
-class FireAdmin(_ReadOnly):
+class FireAdmin(ReadOnly):
     list_display = (
         "slot_utc",
         "schedule_link",
@@ -341,10 +374,10 @@ class FireAdmin(_ReadOnly):
 
 
 @admin.register(Beat)
-class BeatAdmin(_ReadOnly):
+class BeatAdmin(ReadOnly):
     """Running beats: heartbeats written every ``dbeat_max_interval`` (the last tick) and
-    removed on a clean stop; live when seen within 3 x ``dbeat_max_interval``, as ``dbeat
-    status`` says."""
+    removed on a clean stop; live when :meth:`Schedules.live_beats` counts them (seen within 3 x
+    ``dbeat_max_interval`` on the database's clock), as the trigger action tells."""
 
     list_display = ("name", "hostname", "pid", "version", "started", "last_seen", "liveness")
     search_fields = ("name", "hostname")
@@ -355,6 +388,7 @@ class BeatAdmin(_ReadOnly):
 
     @admin.display(description="state")
     def liveness(self, obj: Beat) -> str:
-        age = schedules().clock.now() - obj.last_seen_at
-        live = age <= 3 * dbeat_settings().max_interval
+        api = schedules()
+        age = api.clock.now() - obj.last_seen_at
+        live = obj.name in {beat.name for beat in api.live_beats()}  # the trigger action's rule
         return f"{'live' if live else 'silent'}, seen {age.total_seconds():.0f} s ago"

@@ -16,9 +16,10 @@ class DBeatConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
-        from .conf import remember_celery_app
+        from .conf import remember_celery_app, remember_databases
 
         remember_celery_app()
+        remember_databases()
         setting_changed.connect(_forget_engines, dispatch_uid="celery_dbeat.forget_engines")
 
 

@@ -5,6 +5,9 @@ By default the tables live in Django's own database (``DBEAT_DATABASE_ALIAS``, d
 them elsewhere sets ``CELERY_DBEAT_DATABASE_URL`` (the key its Celery app reads with
 ``namespace="CELERY"``), or sets ``dbeat_database_url`` on its Celery app, and points
 ``DBEAT_DATABASE_ALIAS`` at a ``DATABASES`` entry for the same database so the admin can read it.
+
+Under Django's test runner, which switches each alias to a test database, a URL naming the
+alias's database follows it to the test database: a test run never touches the real schedules.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ __all__ = [
     "database_alias",
     "database_url",
     "dbeat_settings",
+    "in_memory_test_database",
+    "is_test_database",
     "project_celery_app",
     "remember_celery_app",
+    "remember_databases",
     "reset",
     "same_database",
     "schedules",
@@ -83,12 +89,14 @@ def database_url(database: str | Mapping[str, Any] | None = None) -> str:
     ``sqlite:///NAME``. Given an alias, the live connection settings are used, so a test runner's
     ``test_`` database is followed.
     """
+    in_test = False
     if database is None or isinstance(database, str):
         from django.db import connections
 
         alias = database_alias() if database is None else database
         where = f"DATABASES[{alias!r}]"
         entry: Mapping[str, Any] = connections[alias].settings_dict
+        in_test = is_test_database(alias)
     else:
         where, entry = "DATABASES[...]", database
     engine = entry.get("ENGINE", "")
@@ -103,7 +111,14 @@ def database_url(database: str | Mapping[str, Any] | None = None) -> str:
     name = entry.get("NAME")
     if driver == "sqlite":
         path = os.fspath(name) if name else ""
-        if path in ("", ":memory:") or path.startswith("file::memory:"):
+        if _in_memory(path):
+            if in_test:
+                raise ConfigurationError(
+                    f"{where}['TEST']['NAME']",
+                    name,
+                    "the test database is in-memory SQLite, which celery-dbeat's own "
+                    "connections cannot share: set it to a file name to test with its tables",
+                )
             raise ConfigurationError(
                 f"{where}['NAME']",
                 name,
@@ -132,6 +147,12 @@ def database_url(database: str | Mapping[str, Any] | None = None) -> str:
     return url.render_as_string(hide_password=False)
 
 
+def _in_memory(path: str) -> bool:
+    """Whether a SQLite NAME is an in-memory database (Django's test databases are, by default:
+    ``file:memorydb_default?mode=memory&cache=shared``)."""
+    return path in ("", ":memory:") or path.startswith("file::memory:") or "mode=memory" in path
+
+
 def same_database(first: str, second: str) -> bool:
     """Whether two SQLAlchemy URLs name the same database (drivers and passwords aside)."""
     a, b = sa.make_url(first), sa.make_url(second)
@@ -148,6 +169,59 @@ def same_database(first: str, second: str) -> bool:
 
 
 _project_app: Any = None
+#: Each ``DATABASES`` entry as configured, before a test runner switched it (``AppConfig.ready``).
+_configured: dict[str, dict[str, Any]] = {}
+
+
+def remember_databases() -> None:
+    """Remember the ``DATABASES`` entries as configured (``AppConfig.ready`` calls this, before
+    a test runner switches the aliases to their test databases)."""
+    from django.conf import settings
+
+    _configured.clear()
+    _configured.update({alias: dict(entry) for alias, entry in settings.DATABASES.items()})
+
+
+def is_test_database(alias: str) -> bool:
+    """Whether ``alias`` now names another database than at start-up: Django's test runner
+    switched it to its test database."""
+    from django.db import connections
+
+    configured = _configured.get(alias)
+    if configured is None:
+        return False
+    return bool(connections[alias].settings_dict.get("NAME") != configured.get("NAME"))
+
+
+def in_memory_test_database(alias: str) -> bool:
+    """Whether ``alias`` is a test database in SQLite's memory (Django's default for SQLite)."""
+    from django.db import connections
+
+    entry = connections[alias].settings_dict
+    return (
+        is_test_database(alias)
+        and DRIVERS.get(entry.get("ENGINE", "")) == "sqlite"
+        and _in_memory(os.fspath(entry.get("NAME") or ""))
+    )
+
+
+def _on_test_database(url: str) -> str:
+    """``url``, or the test database when it names the one the test runner switched the schedule
+    alias away from (the same server and credentials, the test database's name)."""
+    try:
+        alias = database_alias()
+    except ConfigurationError:
+        return url  # the system check reports it
+    if not is_test_database(alias):
+        return url
+    try:
+        configured = database_url(_configured[alias])
+    except ConfigurationError:
+        return url
+    if not same_database(url, configured):
+        return url  # the schedules are not in Django's database
+    test_url = sa.make_url(database_url(alias))
+    return sa.make_url(url).set(database=test_url.database).render_as_string(hide_password=False)
 
 
 def remember_celery_app() -> None:
@@ -171,7 +245,8 @@ def dbeat_settings() -> Settings:
     ``CELERY_DBEAT_*`` Django settings when ``CELERY_DBEAT_DATABASE_URL`` is among them; else the
     project Celery app's ``dbeat_*`` settings (see :func:`remember_celery_app`) when it sets
     ``dbeat_database_url``; else the
-    ``CELERY_DBEAT_*`` settings with the URL of :func:`database_alias`'s database.
+    ``CELERY_DBEAT_*`` settings with the URL of :func:`database_alias`'s database. Under a test
+    runner, a URL naming that database names its test database instead.
     """
     from django.conf import settings
 
@@ -190,6 +265,8 @@ def dbeat_settings() -> Settings:
         }
     if "database_url" not in values:
         values["database_url"] = database_url()
+    else:
+        values["database_url"] = _on_test_database(values["database_url"])
     return Settings.from_mapping(values)
 
 
@@ -209,6 +286,7 @@ def schedules() -> Schedules:
         config.redis_url,
         config.redis_key_prefix,
         repr(sorted(config.redis_options.items())),
+        config.max_interval,
     )
     with _lock:
         if key not in _cache:
@@ -218,13 +296,18 @@ def schedules() -> Schedules:
                 notify=config.redis_url,
                 redis_key_prefix=config.redis_key_prefix,
                 redis_options=config.redis_options,
+                live_within=3 * config.max_interval,  # as Schedules.from_app
             )
             _cache[key] = (store, api)
         return _cache[key][1]
 
 
 def reset() -> None:
-    """Close the cached APIs and their engines (settings changed, or at shutdown)."""
+    """Close the cached APIs and their engines and forget which databases had the tables
+    (settings changed, or at shutdown)."""
+    from .tables import forget
+
+    forget()
     with _lock:
         cached = list(_cache.values())
         _cache.clear()

@@ -1,7 +1,8 @@
 """Read-only Django models over celery-dbeat's tables (``managed = False``).
 
-The tables belong to celery-dbeat: its Alembic migrations create them (``manage.py
-dbeat_migrate``) and :class:`celery_dbeat.api.Schedules` writes them, so that every write is
+The tables belong to celery-dbeat: its Alembic migrations create them (run by ``manage.py
+migrate``, see ``operations.py``, or ``manage.py dbeat_migrate``) and
+:class:`celery_dbeat.api.Schedules` writes them, so that every write is
 validated and moves ``next_run_at`` by the same rules as the CLI and beat's config sync. These
 models are for reading (the admin, your own queries); an ORM write raises :class:`ReadOnlyError`.
 ``tests/contrib_django/test_models.py`` fails when they drift from ``celery_dbeat.store.models``.

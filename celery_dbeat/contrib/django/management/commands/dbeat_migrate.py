@@ -1,7 +1,8 @@
 """``manage.py dbeat_migrate``: create or upgrade celery-dbeat's tables.
 
-They are created by celery-dbeat's own Alembic migrations (as beat does at start-up with
-``dbeat_auto_migrate``), not by Django's ``migrate``: the Django models are unmanaged.
+It runs celery-dbeat's own Alembic migrations (as beat does at start-up with
+``dbeat_auto_migrate``, and Django's ``migrate`` through the ``celery_dbeat`` migrations), whatever
+Django has recorded: after the tables were dropped, or on a database given by ``--database-url``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""What every celery-dbeat admin shares: reads from the Django database that holds the tables,
+and the page saying what to do while they are not usable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from .conf import database_alias
+from .tables import tables_problem, unavailable_response
+
+__all__ = ["OnScheduleDatabase", "ReadOnly"]
+
+
+class OnScheduleDatabase(admin.ModelAdmin):
+    """Reads from the Django database that holds celery-dbeat's tables; every view shows what to
+    do instead while they are missing (or at another revision than this celery-dbeat's)."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).using(database_alias())
+
+    def tables_missing(self, request: HttpRequest) -> HttpResponse | None:
+        """The page saying what to do, while the tables are not usable; to users allowed to see
+        this model's pages (others get the views' own refusal)."""
+        if not (self.has_view_or_change_permission(request) or self.has_add_permission(request)):
+            return None
+        problem = tables_problem()
+        if problem is None:
+            return None
+        return unavailable_response(request, self.admin_site, self.opts, problem)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return self.tables_missing(request) or super().changelist_view(request, extra_context)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        return self.tables_missing(request) or super().changeform_view(
+            request, object_id, form_url, extra_context
+        )
+
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return self.tables_missing(request) or super().delete_view(
+            request, object_id, extra_context
+        )
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        return self.tables_missing(request) or super().history_view(
+            request, object_id, extra_context
+        )
+
+
+class ReadOnly(OnScheduleDatabase):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
