@@ -51,6 +51,22 @@ def redis_url_or_skip() -> str:
     return REDIS_URL
 
 
+def amqp_url_or_skip() -> str:
+    """``AMQP_URL`` if an AMQP broker (RabbitMQ) accepts a login there."""
+    from kombu import Connection
+    from kombu.utils.url import sanitize_url
+
+    shown = sanitize_url(AMQP_URL)
+    if not reachable(AMQP_URL, 5672):
+        unavailable("RabbitMQ", shown, "connection refused")
+    try:
+        with Connection(AMQP_URL, connect_timeout=3) as connection:
+            connection.ensure_connection(max_retries=1, interval_start=0)
+    except Exception as exc:
+        unavailable("RabbitMQ", shown, exc)
+    return AMQP_URL
+
+
 def unique_name(prefix: str = "dbeat_t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 

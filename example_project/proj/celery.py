@@ -2,8 +2,15 @@
 
 With no environment set it needs no servers: schedules in SQLite, database-only locks, and
 kombu's filesystem transport as the broker, all under example_project/var/. Set
-DBEAT_DATABASE_URL (e.g. postgresql+psycopg://postgres@127.0.0.1/test), DBEAT_REDIS_URL and
-CELERY_BROKER_URL (e.g. redis://127.0.0.1:6379/0) to run the same app on real services.
+DBEAT_DATABASE_URL (e.g. postgresql+psycopg://postgres@127.0.0.1/test), DBEAT_REDIS_URL (locks,
+e.g. redis://127.0.0.1:6379/1) and CELERY_BROKER_URL (RabbitMQ, e.g.
+amqp://guest:guest@127.0.0.1:5672//, or Redis, e.g. redis://127.0.0.1:6379/0) to run the same
+app on real services.
+
+The queue is Celery's default (``celery``), which the Django example's beat publishes to
+as well. EXAMPLE_QUEUE renames it, and with it everything the app creates on a broker (the
+queue's direct exchange, the remote-control exchange ``<queue>.pidbox``), e.g. to keep a test
+apart from anything else on the same RabbitMQ.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ BROKER_DIR = VAR / "broker"
 for folder in (BROKER_DIR / "out", BROKER_DIR / "processed", BROKER_DIR / "control"):
     folder.mkdir(parents=True, exist_ok=True)
 
+QUEUE = os.environ.get("EXAMPLE_QUEUE", "celery")
+
 app = Celery("proj", include=["proj.tasks"])
 
 broker_url = os.environ.get("CELERY_BROKER_URL")
@@ -37,6 +46,8 @@ else:
     }
 
 app.conf.update(
+    task_default_queue=QUEUE,  # Celery's defaults unless EXAMPLE_QUEUE is set
+    control_exchange=QUEUE,
     timezone="Europe/London",
     dbeat_database_url=os.environ.get(
         "DBEAT_DATABASE_URL", f"sqlite:///{VAR / 'schedules.sqlite3'}"

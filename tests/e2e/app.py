@@ -3,12 +3,17 @@
 It is configured only from environment variables, which :mod:`tests.e2e.harness` sets per process:
 
 ``DBEAT_E2E_BROKER_URL``
-    Redis URL of the broker. The ``record`` task and the readiness signals write to it too.
+    URL of the broker: a Redis (``redis://``) or an AMQP broker such as RabbitMQ (``amqp://``).
+``DBEAT_E2E_RECEIPTS_URL``
+    Redis URL the ``record`` task and the readiness signals write to (default: the broker's,
+    which must then be a Redis).
 ``DBEAT_E2E_PREFIX``
-    The test's private key prefix: every broker key (kombu's ``global_keyprefix``), the
-    received list and the readiness lists live under it, so one ``SCAN prefix*`` cleans up.
+    The test's private key prefix: the received list and the readiness lists live under it, and
+    so does every broker key on a Redis broker (kombu's ``global_keyprefix``, a Redis-only
+    option), so one ``SCAN prefix*`` cleans up.
 ``DBEAT_E2E_QUEUE``
-    A private default queue name.
+    A private default queue name. On AMQP it is also the name of the direct exchange Celery
+    declares for it (``task_default_exchange`` defaults to the queue's name).
 ``DBEAT_E2E_SETTINGS``
     JSON object of ``dbeat_*`` settings for this process (database URL, lock settings,
     instance name, ...). ``null`` values are passed as ``None``.
@@ -30,11 +35,13 @@ import socket
 import time
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 from celery import Celery, signals
 
 BROKER_URL = os.environ.get("DBEAT_E2E_BROKER_URL", "redis://127.0.0.1:6379/0")
+RECEIPTS_URL = os.environ.get("DBEAT_E2E_RECEIPTS_URL") or BROKER_URL
 PREFIX = os.environ.get("DBEAT_E2E_PREFIX", "dbeat-e2e:")
 QUEUE = os.environ.get("DBEAT_E2E_QUEUE", "dbeat-e2e")
 SETTINGS: dict[str, Any] = json.loads(os.environ.get("DBEAT_E2E_SETTINGS", "{}"))
@@ -58,6 +65,11 @@ def received_key(prefix: str) -> str:
 def ready_key(prefix: str) -> str:
     """Redis list of one JSON object per process that finished starting."""
     return f"{prefix}e2e:ready"
+
+
+def is_redis_url(url: str) -> bool:
+    """Whether kombu reaches ``url`` with its Redis transport (else: AMQP and the like)."""
+    return urlsplit(url).scheme in {"redis", "rediss", "redis+socket", "sentinel"}
 
 
 def beat_schedule(schedules: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -98,7 +110,7 @@ if "faketime" in os.environ.get("LD_PRELOAD", ""):
 app = Celery("dbeat_e2e")
 app.conf.update(
     broker_url=BROKER_URL,
-    broker_transport_options={"global_keyprefix": PREFIX},
+    broker_transport_options={"global_keyprefix": PREFIX} if is_redis_url(BROKER_URL) else {},
     broker_connection_retry_on_startup=True,
     task_default_queue=QUEUE,
     task_ignore_result=True,
@@ -117,7 +129,7 @@ _client: redis.Redis[bytes] | None = None
 def _redis() -> redis.Redis[bytes]:
     global _client
     if _client is None:
-        _client = redis.Redis.from_url(BROKER_URL)
+        _client = redis.Redis.from_url(RECEIPTS_URL)
     return _client
 
 

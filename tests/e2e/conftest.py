@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import Harness
-from tests.services import private_database
+from tests.services import amqp_url_or_skip, private_database
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -32,8 +32,21 @@ def e2e_database_url(
 
 
 @pytest.fixture
+def e2e_broker_url(request: pytest.FixtureRequest) -> str | None:
+    """The broker: ``None`` (the locks' Redis) unless indirectly parametrised ``"rabbitmq"``
+    (``DBEAT_TEST_AMQP_URL``; skips when absent, fails under ``CI``)."""
+    kind = getattr(request, "param", "redis")
+    if kind == "redis":
+        return None
+    if kind == "rabbitmq":
+        return amqp_url_or_skip()
+    raise ValueError(f"e2e_broker_url={kind!r}: expected 'redis' or 'rabbitmq'")
+
+
+@pytest.fixture
 def harness(
     request: pytest.FixtureRequest,
+    e2e_broker_url: str | None,  # first: skips before a database is made
     e2e_database_url: str,
     redis_url: str,
     redis_prefix: str,
@@ -41,10 +54,18 @@ def harness(
 ) -> Iterator[Harness]:
     """Processes for one test; all killed afterwards, with their logs shown if the test failed.
 
-    The broker keys, locks and received list all live under ``redis_prefix``, which that
-    fixture deletes after this one has killed every process.
+    The locks and the received list (and on a Redis broker, its keys) all live under
+    ``redis_prefix``, which that fixture deletes after this one has killed every process; on
+    RabbitMQ the harness deletes its private queue and exchange itself.
     """
-    harness = Harness(tmp_path, e2e_database_url, redis_url, redis_prefix)
+    harness = Harness(
+        tmp_path,
+        e2e_database_url,
+        redis_url,
+        redis_prefix,
+        broker_url=e2e_broker_url,
+        receipts_url=redis_url,
+    )
     try:
         yield harness
     finally:

@@ -1,8 +1,9 @@
 """Real ``celery beat`` and ``celery worker`` processes, and the ground truth they are judged by.
 
 :class:`Harness` starts processes that load :mod:`tests.e2e.app` (one log file each), pauses,
-kills and restarts them, and polls Redis and the database with deadlines. :func:`judge` compares
-what the worker received with slots computed here by plain arithmetic, not by celery-dbeat:
+kills and restarts them, and polls Redis, the broker (Redis or AMQP) and the database with
+deadlines. :func:`judge` compares what the worker received with slots computed here by plain
+arithmetic, not by celery-dbeat:
 
 * a cron schedule's expected slots are the whole seconds of the window whose second-of-minute
   matches the (seconds-only) expression;
@@ -31,8 +32,9 @@ from typing import Any, TypeVar
 
 import redis
 import sqlalchemy as sa
+from kombu import Connection
 
-from tests.e2e.app import ready_key, received_key
+from tests.e2e.app import is_redis_url, ready_key, received_key
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -99,8 +101,13 @@ class Harness:
     """Processes of one test.
 
     ``redis_url`` is the Redis of the per-fire locks. The broker is ``broker_url`` (default: the
-    same Redis), which the worker and the harness's observations use; beats publish to
-    ``beat_broker_url`` (default: the broker), e.g. a proxy that can be cut.
+    same Redis; or an AMQP broker such as RabbitMQ), which the worker and :meth:`queue_depth`
+    use; beats publish to ``beat_broker_url`` (default: the broker), e.g. a proxy that can be
+    cut. The worker's receipts and the readiness lists are written to ``receipts_url`` (default:
+    the broker, which must then be a Redis), read through :attr:`redis`.
+
+    On AMQP the test's private queue (:attr:`queue`) and the direct exchange of the same name
+    are deleted by :meth:`close`; on Redis every key lives under ``prefix``, left to the caller.
     """
 
     def __init__(
@@ -112,15 +119,25 @@ class Harness:
         *,
         broker_url: str | None = None,
         beat_broker_url: str | None = None,
+        receipts_url: str | None = None,
     ) -> None:
         self.tmp_path = tmp_path
         self.database_url = database_url
         self.redis_url = redis_url
         self.broker_url = broker_url or redis_url
         self.beat_broker_url = beat_broker_url or self.broker_url
+        self.receipts_url = receipts_url or self.broker_url
+        if not is_redis_url(self.receipts_url):
+            raise ValueError(
+                f"receipts_url={self.receipts_url!r}: the receipts need a Redis;"
+                " pass receipts_url when the broker is not one"
+            )
         self.prefix = prefix
         self.queue = f"e2e-{uuid.uuid4().hex[:10]}"
-        self.redis = redis.Redis.from_url(self.broker_url)
+        #: The receipts' Redis (the broker's unless ``receipts_url`` was given).
+        self.redis = redis.Redis.from_url(self.receipts_url)
+        self._broker_redis: redis.Redis[bytes] | None = None
+        self._amqp: Connection | None = None
         self.procs: list[Proc] = []
         self.events: list[Event] = []
         self.schedules: dict[str, dict[str, Any]] = {}
@@ -150,6 +167,7 @@ class Harness:
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
             PYTHONUNBUFFERED="1",
             DBEAT_E2E_BROKER_URL=broker_url,
+            DBEAT_E2E_RECEIPTS_URL=self.receipts_url,
             DBEAT_E2E_PREFIX=self.prefix,
             DBEAT_E2E_QUEUE=self.queue,
             DBEAT_E2E_SETTINGS=json.dumps({**self.settings, **overrides}),
@@ -300,6 +318,8 @@ class Harness:
         return self.start_beat(name or proc.name, env=proc.env, **overrides)
 
     def close(self) -> None:
+        """Kill every process; on AMQP delete the private queue and exchange (the broker
+        outlives the test). Idempotent."""
         for proc in self.procs:
             if proc.alive():
                 proc.expect_alive = False
@@ -307,7 +327,34 @@ class Harness:
                 proc.popen.wait(10)
         if self._engine is not None:
             self._engine.dispose()
-        self.redis.close()
+        try:
+            if not is_redis_url(self.broker_url):
+                self._delete_amqp_queue()
+        finally:
+            if self._amqp is not None:
+                self._amqp.release()
+                self._amqp = None
+            if self._broker_redis is not None:
+                self._broker_redis.close()
+            self.redis.close()
+
+    def _amqp_connection(self) -> Connection:
+        if self._amqp is None:
+            self._amqp = Connection(self.broker_url, connect_timeout=5)
+        return self._amqp
+
+    def _delete_amqp_queue(self) -> None:
+        # One channel each: RabbitMQ closes a channel on any error (a 404, for instance).
+        connection = self._amqp_connection()
+        for method in ("queue_delete", "exchange_delete"):
+            channel: Any = connection.channel()
+            try:
+                getattr(channel, method)(self.queue)
+            except connection.channel_errors:
+                pass  # already gone (an older RabbitMQ answers 404)
+            finally:
+                with contextlib.suppress(*connection.channel_errors):
+                    channel.close()
 
     def log_tails(self, lines: int = 40) -> str:
         parts = []
@@ -384,7 +431,22 @@ class Harness:
         return [Receipt.from_json(entry) for entry in raw]
 
     def queue_depth(self) -> int:
-        return int(self.redis.llen(f"{self.prefix}{self.queue}"))
+        """Messages waiting in the private queue: its Redis list's length, or on AMQP the
+        ``message_count`` of a passive ``queue.declare`` (ready messages, not those delivered
+        and not yet acknowledged); 0 before the queue exists."""
+        if is_redis_url(self.broker_url):
+            if self._broker_redis is None:
+                self._broker_redis = redis.Redis.from_url(self.broker_url)
+            return int(self._broker_redis.llen(f"{self.prefix}{self.queue}"))
+        connection = self._amqp_connection()
+        channel: Any = connection.channel()
+        try:
+            declared = channel.queue_declare(queue=self.queue, passive=True)
+        except connection.channel_errors:
+            return 0  # 404: not declared yet (the channel is closed by the broker)
+        with contextlib.suppress(*connection.channel_errors):
+            channel.close()
+        return int(declared.message_count)
 
     @property
     def engine(self) -> sa.Engine:
