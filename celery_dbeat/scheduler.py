@@ -12,6 +12,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator
+from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
@@ -232,6 +233,21 @@ class Scheduler(celery_beat.Scheduler):
         )
 
     # Publishing ------------------------------------------------------------------------------
+
+    @cached_property
+    def connection(self) -> Any:
+        """Celery's producer connection; on AMQP with publisher confirms (unless the app's
+        ``broker_transport_options`` say otherwise). Without them ``basic.publish`` returns
+        before RabbitMQ has the message, and a message it rejects or loses is marked sent:
+        with them, each publish waits for the broker's ack and a refusal is retried."""
+        connection = self.app.connection_for_write()
+        options = dict(connection.transport_options or {})
+        if connection.transport.driver_type == "amqp" and "confirm_publish" not in options:
+            connection.release()
+            connection = self.app.connection_for_write(
+                transport_options={**options, "confirm_publish": True}
+            )
+        return connection
 
     def _ensure_connected(self) -> Any:
         # Celery's default retries the broker for minutes inside the tick; a fire that cannot be
