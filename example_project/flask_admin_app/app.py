@@ -4,8 +4,10 @@
 
 Sign in as admin / admin (DBEAT_ADMIN_USER and DBEAT_ADMIN_PASSWORD change them). The database
 is DBEAT_DATABASE_URL, or the SQLite file example_project/proj/celery.py uses by default, so the
-schedules and fires of ``example_project/run.sh`` show up here. The login is a stub standing for
-your app's own: the admin asks it through ``is_accessible`` and sends refused requests to it.
+schedules and fires of ``example_project/run.sh`` show up here; the task field suggests the
+example Celery app's tasks. The login is a stub standing for your app's own: the admin asks it
+through ``is_accessible`` and sends refused requests to it. It needs only what
+``pip install "celery-dbeat[flask]"`` installs.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from flask import Flask, redirect, render_template_string, request, session, url_for
@@ -21,12 +24,13 @@ from flask_admin import Admin, AdminIndexView
 from flask_admin.menu import MenuLink
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.config import mask_url
-from celery_dbeat.contrib.flask import init_admin
+from celery_dbeat.contrib.flask import TaskNames, init_admin
 from celery_dbeat.store import migrate
+from celery_dbeat.urls import mask_url
 
+EXAMPLE_PROJECT = Path(__file__).resolve().parent.parent
 # The same default as example_project/proj/celery.py.
-VAR = Path(os.environ.get("EXAMPLE_VAR", Path(__file__).resolve().parent.parent / "var"))
+VAR = Path(os.environ.get("EXAMPLE_VAR", EXAMPLE_PROJECT / "var"))
 DATABASE_URL = os.environ.get("DBEAT_DATABASE_URL", f"sqlite:///{VAR / 'schedules.sqlite3'}")
 
 LOGIN_PAGE = """<!doctype html>
@@ -55,12 +59,27 @@ def _safe_next(target: str | None) -> str:
     return "/admin/"
 
 
+def example_task_names() -> list[str]:
+    """The tasks of the example Celery app (example_project/proj), as its workers register them.
+
+    Your app would pass ``task_names=lambda: celery_app.tasks.keys()`` after
+    ``celery_app.loader.import_default_modules()``; the example imports its project first.
+    """
+    sys.path.insert(0, str(EXAMPLE_PROJECT))
+    from proj.celery import app as celery_app
+
+    celery_app.loader.import_default_modules()  # proj.tasks and the other `include` modules
+    # Celery's own canvas tasks (celery.chord, celery.group, ...) are never scheduled by hand.
+    return sorted(name for name in celery_app.tasks if not name.startswith("celery."))
+
+
 def create_app(
     database_url: str = DATABASE_URL,
     *,
     username: str | None = None,
     password: str | None = None,
     secret_key: str | None = None,
+    task_names: TaskNames | None = None,
 ) -> Flask:
     username = username or os.environ.get("DBEAT_ADMIN_USER", "admin")
     password = password or os.environ.get("DBEAT_ADMIN_PASSWORD", "admin")
@@ -69,7 +88,10 @@ def create_app(
     app.secret_key = secret_key or os.environ.get("FLASK_SECRET_KEY") or secrets.token_hex(32)
 
     schedules = Schedules(database_url)
-    migrate(schedules.store.engine)  # beat does this too; the admin may start first
+    # celery-dbeat's tables: beat creates them at start-up, `celery -A proj dbeat migrate` too.
+    # The demo may start first, so it runs the same migrations; without them the admin's views
+    # would show a page saying what to run.
+    migrate(schedules.store.engine)
 
     def signed_in() -> bool:
         return session.get("user") == username
@@ -85,7 +107,9 @@ def create_app(
             return to_login()
 
     admin = Admin(app, name="celery-dbeat", url="/admin", index_view=IndexView(url="/admin"))
-    init_admin(admin, schedules, is_accessible=signed_in, on_refused=to_login)
+    init_admin(
+        admin, schedules, is_accessible=signed_in, on_refused=to_login, task_names=task_names
+    )
     admin.add_link(MenuLink("Sign out", url="/logout"))
 
     @app.route("/")
@@ -121,4 +145,4 @@ if __name__ == "__main__":
     print(
         f" * celery-dbeat admin on http://{host}:{port}/admin/ (database {mask_url(DATABASE_URL)})"
     )
-    create_app().run(host=host, port=port)
+    create_app(task_names=example_task_names()).run(host=host, port=port)

@@ -8,7 +8,7 @@ import html
 import importlib.util
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
@@ -155,6 +155,12 @@ class RecordingPublisher(list[PublishRequest]):
 
     def __call__(self, request: PublishRequest, *payload: Any) -> None:
         self.append(request)
+
+
+def heartbeat(api: Schedules, name: str, seen: timedelta) -> None:
+    """A beat ``name`` whose last heartbeat is ``seen`` before the API's clock."""
+    beat = {"name": name, "hostname": "host", "pid": 42, "version": "9.9", "started_at": START}
+    api.store.heartbeat(beat, api.clock.now() - seen)
 
 
 def make_ticker(api: Schedules, clock: Any, publisher: RecordingPublisher) -> Ticker:

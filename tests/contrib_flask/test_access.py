@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,23 @@ def test_the_example_login_never_redirects_to_another_site(db_url: str) -> None:
         "/login", data={"username": "admin", "password": "pw", "next": "//evil.example/"}
     )
     assert response.headers["Location"] == "/admin/"
+
+
+def test_the_example_app_suggests_the_example_projects_tasks(tmp_path: Path) -> None:
+    # In a child process: the example imports example_project/proj, a top-level package.
+    code = (
+        "from tests.contrib_flask.helpers import load_example;"
+        "print(*load_example().example_task_names())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parents[2],
+        env={**os.environ, "EXAMPLE_VAR": str(tmp_path)},  # the example's broker folders
+    )
+    assert done.stdout.split() == ["proj.tasks.greet"]
 
 
 def test_the_core_never_imports_the_flask_integration() -> None:

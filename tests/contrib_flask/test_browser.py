@@ -1,9 +1,10 @@
-"""One real browser session on the example app: sign in, create a schedule through the form, see
-it listed, let a real beat (the tick loop, in-process, on the real clock) fire it, and read the
-fire on the history page.
+"""Real browser sessions on the example app: sign in, create a schedule through the form, see it
+listed, let a real beat (the tick loop, in-process, on the real clock) fire it, and read the fire
+on the history page; the kind toggle, the solar form, the task suggestions, an error on one
+field, run now with no beat running; and the page shown while the tables are missing.
 
 Runs Debian's Chromium headless (no browser download is possible here). Skips when it is missing
-on a laptop; fails when ``CI`` is set.
+on a laptop; fails when ``CI`` is set. Screenshots go to /tmp/flask-shots/, outside the repository.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from werkzeug.serving import make_server
 
+from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import SystemClock
-from tests.contrib_flask.helpers import RecordingPublisher, load_example, make_ticker
+from tests.contrib_flask.helpers import RecordingPublisher, load_example, make_app, make_ticker
 from tests.services import unavailable
 
 pytestmark = pytest.mark.browser
@@ -35,7 +39,15 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = Path("/tmp/celery-dbeat-flask-admin-history.png")
+SHOTS = Path("/tmp/flask-shots")
+#: What the example app's task field suggests in these tests.
+TASK_NAMES = ["proj.tasks.greet", "proj.tasks.tick"]
+KINDS = {"cron": "#cron", "interval": "#every", "once": "#run_at", "solar": "#solar_event"}
+
+
+def shot(page: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 @pytest.fixture
@@ -52,16 +64,54 @@ def chromium() -> Iterator[Any]:
         browser.close()
 
 
-@pytest.fixture
-def example_server(db_url: str) -> Iterator[str]:
-    """The example app on a free localhost port, served from a thread."""
-    app = load_example().create_app(db_url, password="pw", secret_key="browser-test")
+@contextmanager
+def serve(app: Flask) -> Iterator[str]:
+    """``app`` on a free localhost port, served from a thread; yields its URL."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(10)
+
+
+@pytest.fixture
+def example_server(db_url: str) -> Iterator[str]:
+    """The example app, its task field suggesting :data:`TASK_NAMES`."""
+    app = load_example().create_app(
+        db_url, password="pw", secret_key="browser-test", task_names=TASK_NAMES
+    )
+    with serve(app) as url:
+        yield url
+
+
+def sign_in(browser: Any, server: str, path: str, *, javascript: bool = True) -> Any:
+    """A new page signed in to the example app, at ``path``."""
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 900}, java_script_enabled=javascript
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.goto(f"{server}{path}")
+    assert "/login" in page.url  # nothing is open before signing in
+    page.fill("#username", "admin")
+    page.fill("#password", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{path}")
+    return page
+
+
+def follow(page: Any, selector: str) -> None:
+    """Click ``selector`` and wait until the page it leads to has loaded, its scripts run."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
+def shown_kind(page: Any) -> list[str]:
+    """The kinds whose fields the page shows."""
+    return [kind for kind, field in KINDS.items() if page.is_visible(field)]
 
 
 class RunningBeat:
@@ -98,17 +148,9 @@ def test_a_schedule_created_in_the_browser_is_fired_by_beat_and_shown_in_its_his
     chromium: Any, example_server: str, db_url: str
 ) -> None:
     name = "browser-every-2s"
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
-    page.set_default_timeout(15_000)
+    page = sign_in(chromium, example_server, "/admin/schedules/")
 
-    page.goto(f"{example_server}/admin/schedules/")
-    assert "/login" in page.url  # nothing is open before signing in
-    page.fill("#username", "admin")
-    page.fill("#password", "pw")
-    page.click("button[type=submit]")
-    page.wait_for_url("**/admin/schedules/")
-
-    page.click("a.nav-link:text-is('Create')")
+    follow(page, "a.nav-link:text-is('Create')")
     page.fill("#name", name)
     page.fill("#task", "proj.tasks.tick")
     page.select_option("#kind", "interval")
@@ -116,7 +158,7 @@ def test_a_schedule_created_in_the_browser_is_fired_by_beat_and_shown_in_its_his
     assert page.is_visible("#every")
     page.fill("#every", "2")
     page.fill("#args", '["from the browser"]')
-    page.click("input[type=submit][value=Save]")
+    follow(page, "input[type=submit][value=Save]")
     page.wait_for_selector("text=Record was successfully created.")
     row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name=name))
     assert row.locator("td.col-spec").inner_text().strip() == "every 2 s"
@@ -136,4 +178,110 @@ def test_a_schedule_created_in_the_browser_is_fired_by_beat_and_shown_in_its_his
     assert first.locator("td.col-schedule").inner_text().strip() == name
     assert first.locator("td.col-status").inner_text().strip() == "sent"
     assert first.locator("td.col-lag").inner_text().strip().endswith(("ms", "s"))
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    shot(page, "history")
+
+
+def test_the_form_shows_only_the_chosen_kinds_fields_and_creates_a_solar_schedule(
+    chromium: Any, example_server: str, db_url: str
+) -> None:
+    page = sign_in(chromium, example_server, "/admin/schedules/new/")
+    assert shown_kind(page) == ["cron"]  # the default kind
+    for kind in KINDS:
+        page.select_option("#kind", kind)
+        assert shown_kind(page) == [kind]
+        assert page.is_visible(f"fieldset[data-dbeat-kind={kind}] legend")
+
+    # The task field suggests the registered names: the browser links it to the datalist.
+    suggested = page.eval_on_selector("#task", "e => Array.from(e.list.options, o => o.value)")
+    assert suggested == TASK_NAMES
+
+    page.fill("#name", "lights")
+    page.fill("#task", "proj.tasks.lights")  # not registered here: saved, with a warning
+    page.select_option("#kind", "solar")
+    page.select_option("#solar_event", "sunset")
+    page.fill("#latitude", "48.85")
+    page.fill("#longitude", "2.35")
+    shot(page, "solar-form")
+    follow(page, "input[type=submit][value=Save]")
+    page.wait_for_selector("text=Record was successfully created.")
+    assert "no task named 'proj.tasks.lights' is registered" in page.inner_text(".alert-warning")
+    row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="lights"))
+    assert row.locator("td.col-spec").inner_text().strip() == "solar sunset at 48.85, 2.35"
+    shot(page, "solar-listed")
+
+    with page.expect_navigation():
+        row.get_by_role("link", name="lights").click()
+    page.wait_for_selector("#dbeat-overview")
+    assert shown_kind(page) == ["solar"]  # the edit page opens on the stored kind
+    assert page.input_value("#latitude") == "48.85"
+    shot(page, "solar-edit")
+
+
+def test_a_bad_cron_marks_only_the_cron_field(chromium: Any, example_server: str) -> None:
+    page = sign_in(chromium, example_server, "/admin/schedules/new/")
+    page.fill("#name", "bad-cron")
+    page.fill("#task", "proj.tasks.greet")
+    page.fill("#cron", "61 * * * *")
+    page.fill("#timezone", "Europe/Paris")
+    page.fill("#args", '["kept"]')
+    follow(page, "input[type=submit][value=Save]")
+    page.wait_for_selector(".alert-danger")
+    assert page.eval_on_selector_all(".is-invalid", "els => els.map(e => e.id)") == ["cron"]
+    assert page.input_value("#timezone") == "Europe/Paris"
+    assert page.input_value("#args") == '["kept"]'
+    assert shown_kind(page) == ["cron"]
+    shot(page, "bad-cron")
+
+
+def test_run_now_with_no_beat_running_says_when_it_will_be_sent(
+    chromium: Any, example_server: str, db_url: str
+) -> None:
+    with Schedules(db_url) as api:
+        api.add("report", "proj.tasks.greet", Every(3600))
+        api.pause("report")
+    page = sign_in(chromium, example_server, "/admin/schedules/")
+    row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="report"))
+    assert row.locator("td.col-next_run_at").inner_text().strip() == "none (paused)"
+    row.locator("input.action-checkbox").check()
+    page.on("dialog", lambda dialog: dialog.accept())  # the action's confirmation
+    page.click("a.dropdown-toggle:text-is('With selected')")
+    follow(page, "a:text-is('Run now')")
+    page.wait_for_selector(".alert-warning")
+    assert (
+        "Run now recorded for 1 schedule(s): report, but no beat is running (none seen in the "
+        "last 15 s): each is sent when a beat starts." in page.inner_text(".alert-warning")
+    )
+    shot(page, "run-now-no-beat")
+
+
+def test_without_javascript_every_kind_shows_under_its_legend_and_the_form_works(
+    chromium: Any, example_server: str, db_url: str
+) -> None:
+    page = sign_in(chromium, example_server, "/admin/schedules/new/", javascript=False)
+    assert shown_kind(page) == list(KINDS)
+    legends = page.locator("fieldset[data-dbeat-kind] legend").all_inner_texts()
+    assert legends == [f"For kind {kind}" for kind in KINDS]
+    shot(page, "no-js-form")
+    page.fill("#name", "no-js")
+    page.fill("#task", "proj.tasks.greet")
+    page.select_option("#kind", "interval")
+    page.fill("#every", "1m")
+    follow(page, "input[type=submit][value=Save]")
+    page.wait_for_selector("text=Record was successfully created.")
+    with Schedules(db_url) as api:
+        assert api.get("no-js").schedule == Every(60)
+
+
+def test_the_missing_tables_page_says_what_to_run(chromium: Any, db_url: str) -> None:
+    with Schedules(db_url) as api:  # never migrated
+        app, _ = make_app(api)
+        with serve(app) as server:
+            page = chromium.new_page(viewport={"width": 1400, "height": 900})
+            response = page.goto(f"{server}/admin/schedules/")
+            assert response is not None
+            assert response.status == 503
+            heading = page.inner_text("#dbeat-schema-problem h1")
+            assert heading == f"celery-dbeat's tables are missing in {db_url}"
+            assert "celery -A proj dbeat migrate" in page.inner_text("#dbeat-schema-problem")
+            assert page.is_visible("a.nav-link:text-is('Schedules')")  # the admin's menu stays
+            shot(page, "missing-tables")

@@ -12,6 +12,7 @@ from celery_dbeat.contrib.flask.display import (
     fire_outcome,
     instant,
     local_instant,
+    next_run,
     spec_summary,
 )
 from celery_dbeat.store.models import Fire, Schedule
@@ -62,6 +63,11 @@ def schedule(**columns: Any) -> Schedule:
             schedule(kind="once", run_at=AT), "once at 2024-05-06 09:00:00 UTC", id="once"
         ),
         pytest.param(
+            schedule(kind="solar", solar_event="sunset", latitude=48.85, longitude=-2.0),
+            "solar sunset at 48.85, -2",
+            id="solar",
+        ),
+        pytest.param(
             schedule(start_at=AT, end_at=AT + timedelta(days=1), max_runs=1),
             "cron 0 * * * *, from 2024-05-06 09:00:00 UTC, until 2024-05-07 09:00:00 UTC, "
             "at most 1 run",
@@ -71,6 +77,27 @@ def schedule(**columns: Any) -> Schedule:
 )
 def test_the_spec_summary_says_when_a_schedule_fires(row: Schedule, text: str) -> None:
     assert spec_summary(row) == text
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [
+        pytest.param(
+            schedule(enabled=True, next_run_at=AT), "2024-05-06 09:00:00 UTC", id="active"
+        ),
+        pytest.param(schedule(enabled=False, next_run_at=AT), "none (paused)", id="paused"),
+        pytest.param(
+            schedule(enabled=False, next_run_at=None, finished_at=AT),
+            "none (finished)",
+            id="finished",
+        ),
+        pytest.param(schedule(enabled=True, next_run_at=None), "", id="to-compute"),
+    ],
+)
+def test_the_next_run_is_shown_only_when_the_schedule_will_send_it(
+    row: Schedule, text: str
+) -> None:
+    assert next_run(row) == text
 
 
 @pytest.mark.parametrize(

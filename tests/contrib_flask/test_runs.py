@@ -13,13 +13,14 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.store import Fire
 from celery_dbeat.store.models import RunStatus
-from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, record_runs
 from tests.contrib_flask.helpers import (
     START,
     Browser,
     RecordingPublisher,
     flashes,
+    heartbeat,
+    make_app,
     make_ticker,
     rows,
 )
@@ -141,17 +142,12 @@ def _fire_id(api: Schedules, task_id: str) -> int:
         return int(conn.execute(sa.select(Fire.id).where(Fire.task_id == task_id)).scalar_one())
 
 
-def heartbeat(store: Store, name: str, seen: timedelta, now: FixedClock) -> None:
-    beat = {"name": name, "hostname": "host", "pid": 42, "version": "9.9", "started_at": START}
-    store.heartbeat(beat, now.now() - seen)
-
-
 def test_the_beats_view_lists_heartbeats_live_or_silent(
     api: Schedules, admin: Browser, clock: FixedClock
 ) -> None:
     clock.set(START + timedelta(hours=2))
-    heartbeat(api.store, "host:1", timedelta(seconds=3), clock)
-    heartbeat(api.store, "host:2", timedelta(hours=1), clock)
+    heartbeat(api, "host:1", timedelta(seconds=3))
+    heartbeat(api, "host:2", timedelta(hours=1))
 
     listed = rows(admin.get("/admin/beats/"))
 
@@ -160,3 +156,22 @@ def test_the_beats_view_lists_heartbeats_live_or_silent(
         ("host:2", "9.9", "2024-05-06 10:00:00 UTC", "silent, seen 1 h ago"),
     ]
     assert admin.client.get("/admin/beats/new/").status_code in (302, 404)
+
+
+def test_the_beats_view_calls_a_beat_live_by_the_apis_rule(
+    api: Schedules, clock: FixedClock
+) -> None:
+    """``Schedules.from_app`` sets ``live_within`` to 3 x dbeat_max_interval: a beat ticking
+    every 60 s is live 2 minutes after its heartbeat, as the run-now action counts it."""
+    api.live_within = timedelta(minutes=3)
+    heartbeat(api, "slow:1", timedelta(minutes=2))
+    heartbeat(api, "gone:1", timedelta(minutes=4))
+    app, _ = make_app(api)
+
+    listed = rows(Browser(app.test_client()).get("/admin/beats/"))
+
+    assert [(r["name"], r["state"]) for r in listed] == [
+        ("slow:1", "live, seen 2 min ago"),
+        ("gone:1", "silent, seen 4 min ago"),
+    ]
+    assert [beat.name for beat in api.live_beats()] == ["slow:1"]

@@ -23,7 +23,15 @@ from celery_dbeat.definitions import FORM_FIELDS
 from celery_dbeat.errors import ScheduleNotFound
 from celery_dbeat.store import Fire, Schedule
 from tests.bad_inputs import VALID, BadInput, bad_input_params
-from tests.contrib_flask.helpers import START, Browser, field_errors, flashes, names, rows
+from tests.contrib_flask.helpers import (
+    START,
+    Browser,
+    field_errors,
+    flashes,
+    heartbeat,
+    names,
+    rows,
+)
 
 
 def some_schedules(api: Schedules) -> None:
@@ -62,6 +70,7 @@ def test_the_list_shows_each_schedule_with_its_spec_state_and_next_run(
     assert listed["poll"]["spec"] == "every 30 s"
     assert listed["poll"]["next_run_at"] == "2024-05-06 09:00:30 UTC"
     assert listed["launch"]["state"] == "paused"
+    assert listed["launch"]["next_run_at"] == "none (paused)"  # its stored slot is not sent
     assert listed["report"]["state"] == "active"
     assert listed["report"]["run_count"] == "0"
     assert listed["report"]["history"] == "history"
@@ -306,6 +315,20 @@ def test_unticking_enabled_pauses_and_ticking_it_resumes(api: Schedules, admin: 
     assert api.get("report").enabled
 
 
+def test_a_paused_schedule_shows_no_next_run_and_previews_the_slots_after_a_resume(
+    api: Schedules, admin: Browser
+) -> None:
+    api.add("report", "proj.tasks.report", Cron("0 * * * *"))
+    api.pause("report")
+    assert api.get("report").next_run_at is not None  # stored, but not sent while paused
+    page = admin.get(f"/admin/schedules/edit/?id={schedule_id(api, 'report')}")
+    assert re.search(r'id="dbeat-next-run">none \(paused\)<', page)
+    assert "Next slots if resumed now (nothing is sent while paused)" in page
+    api.resume("report")
+    page = admin.get(f"/admin/schedules/edit/?id={schedule_id(api, 'report')}")
+    assert re.search(r'id="dbeat-next-run">2024-05-06 10:00:00 UTC<', page)
+
+
 def test_the_edit_page_previews_the_next_slots_in_utc_and_in_the_schedule_zone(
     api: Schedules, admin: Browser, clock: FixedClock
 ) -> None:
@@ -319,6 +342,14 @@ def test_the_edit_page_previews_the_next_slots_in_utc_and_in_the_schedule_zone(
     )  # the gap's end
     assert "<td>2024-03-11 06:30:00 UTC</td><td>2024-03-11 02:30:00 EDT (-0400)</td>" in preview
     assert preview.count("<tr>") == 6  # the header and five slots
+
+
+def test_a_utc_schedule_previews_its_slots_in_one_column(api: Schedules, admin: Browser) -> None:
+    api.add("poll", "proj.tasks.poll", Every(30))
+    page = admin.get(f"/admin/schedules/edit/?id={schedule_id(api, 'poll')}")
+    preview = page.split('id="dbeat-preview"', 1)[1].split("</table>", 1)[0]
+    assert "<thead><tr><th>UTC</th></tr></thead>" in preview
+    assert "<tr><td>2024-05-06 09:00:30 UTC</td></tr>" in preview
 
 
 def test_a_row_beat_marked_broken_still_opens_and_says_why_it_has_no_preview(
@@ -371,11 +402,36 @@ def test_bulk_pause_resume_and_run_now_go_through_the_api(
     assert resumed.next_run_at == clock.now() + timedelta(seconds=30)
 
     before = core_api.get("report")
-    page = core_admin.action("trigger", [schedule_id(core_api, "report")])
-    assert any("Recorded a run-now fire" in message for message in flashes(page))
+    core_admin.action("trigger", [schedule_id(core_api, "report")])
     [fire] = core_api.history("report")
     assert (fire.manual, fire.status, fire.slot) == (True, "pending", clock.now())
     assert core_api.get("report").next_run_at == before.next_run_at
+
+
+def test_run_now_with_no_beat_running_says_it_is_sent_when_a_beat_starts(
+    core_api: Schedules, core_admin: Browser
+) -> None:
+    some_schedules(core_api)
+    heartbeat(core_api, "host:1", timedelta(seconds=16))  # silent: over LIVE_WITHIN (15 s)
+    page = core_admin.action("trigger", [schedule_id(core_api, "poll")])
+    assert flashes(page) == [
+        "warning: Run now recorded for 1 schedule(s): poll, but no beat is running (none seen "
+        "in the last 15 s): each is sent when a beat starts."
+    ]
+    assert [f.status for f in core_api.history("poll")] == ["pending"]
+
+
+def test_run_now_with_a_beat_running_says_it_is_being_sent(
+    core_api: Schedules, core_admin: Browser
+) -> None:
+    some_schedules(core_api)
+    heartbeat(core_api, "host:1", timedelta(seconds=4))
+    heartbeat(core_api, "host:2", timedelta(hours=1))
+    ids = [schedule_id(core_api, "poll"), schedule_id(core_api, "report")]
+    page = core_admin.action("trigger", ids)
+    assert flashes(page) == [
+        "success: Run now: 2 schedule(s): poll, report (a running beat sends them now: host:1)."
+    ]
 
 
 def test_a_bulk_action_reports_the_schedules_it_could_not_change(

@@ -1,4 +1,5 @@
-"""What both admin views share: the host's access rule, the ORM session, the templates.
+"""What the admin views share: the host's access rule, the ORM session, the templates, and the
+page every view shows instead of an error until celery-dbeat's tables exist.
 
 Flask-Admin reads rows through an ORM session; it never writes them. Every write goes through
 :class:`celery_dbeat.api.Schedules` (after :func:`~celery_dbeat.definitions.definition_from_form`
@@ -7,6 +8,11 @@ for forms), so validation and the ``next_run_at`` rules are those of every other
 On SQLite every transaction takes the database's write lock (``BEGIN IMMEDIATE``, see
 ``store/database.py``), so a view ends the session's read transaction (:meth:`DBeatView.end_read`)
 before each API call, which opens its own connection; otherwise the two would wait on each other.
+
+Before its first page a view checks the schema (:func:`schema_problem`): while the tables are
+missing, older than this celery-dbeat or unreachable, every view answers 503 with a page that
+says so and what to run, and checks again on the next request; once they are current it stops
+checking.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from flask import Blueprint, abort
+import sqlalchemy as sa
+from flask import Blueprint, abort, make_response
 from flask.typing import ResponseReturnValue
 from flask_admin.actions import action
 from flask_admin.contrib.sqla import ModelView
@@ -28,8 +35,12 @@ from flask_admin.form import SecureForm
 from flask_admin.model.typefmt import DETAIL_FORMATTERS
 from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader
 from markupsafe import Markup
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, scoped_session
 
+from ...errors import SchemaVersionError
+from ...store.database import VERSION_TABLE, check_schema
+from ...urls import mask_url
 from .display import instant
 
 __all__ = [
@@ -39,14 +50,17 @@ __all__ = [
     "Access",
     "AdminSession",
     "DBeatView",
+    "SchemaProblem",
     "badge",
     "bulk_action",
+    "schema_problem",
 ]
 
 SCHEDULES_ENDPOINT = "dbeat_schedules"
 FIRES_ENDPOINT = "dbeat_fires"
 BEATS_ENDPOINT = "dbeat_beats"
 TEMPLATES = Path(__file__).parent / "templates"
+SCHEMA_TEMPLATE = "celery_dbeat/schema_problem.html"
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,38 @@ class AdminSession(scoped_session[Session]):
     @property
     def session(self) -> AdminSession:
         return self
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """Why the views cannot read the schedule database, as the page shown instead says it."""
+
+    title: str
+    detail: str
+    #: The tables were never created: the page says how to create them.
+    missing: bool
+
+
+def schema_problem(engine: Engine) -> SchemaProblem | None:
+    """What keeps the views from reading ``engine``'s database, or ``None`` when its
+    celery-dbeat schema is at this version's revision."""
+    url = mask_url(engine.url.render_as_string(hide_password=False))
+    try:
+        check_schema(engine)
+    except SchemaVersionError as exc:
+        if not sa.inspect(engine).has_table(VERSION_TABLE):
+            return SchemaProblem(
+                f"celery-dbeat's tables are missing in {url}",
+                "Run `celery -A proj dbeat migrate` (proj: your Celery app, whose "
+                "dbeat_database_url is this database), or start a beat: it migrates at start-up.",
+                missing=True,
+            )
+        return SchemaProblem(
+            f"celery-dbeat's tables in {url} are not at this version's schema", str(exc), False
+        )
+    except sa.exc.DBAPIError as exc:  # refused, unknown database, bad credentials, ...
+        return SchemaProblem(f"celery-dbeat cannot read its database {url}", str(exc.orig), False)
+    return None
 
 
 _Action = TypeVar("_Action", bound=Callable[..., None])
@@ -113,10 +159,22 @@ class DBeatView(ModelView):
         url: str,
     ) -> None:
         self.access = access
+        self._schema_current = False
         super().__init__(model, session, name=name, category=category, endpoint=endpoint, url=url)
 
     def is_accessible(self) -> bool:
         return bool(self.access.is_accessible())
+
+    def _handle_view(self, name: str, **kwargs: Any) -> ResponseReturnValue | None:
+        refused: ResponseReturnValue | None = super()._handle_view(name, **kwargs)
+        if refused is not None or self._schema_current:
+            return refused  # the access rule first: only the host's users see the database URL
+        bind = self.session.get_bind()
+        problem = schema_problem(bind if isinstance(bind, Engine) else bind.engine)
+        if problem is not None:
+            return make_response(self.render(SCHEMA_TEMPLATE, dbeat_schema=problem), 503)
+        self._schema_current = True
+        return None
 
     def inaccessible_callback(self, name: str, **kwargs: Any) -> ResponseReturnValue:
         if self.access.on_refused is not None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from flask import g
 from markupsafe import Markup
 
-from ...clock import Clock, SystemClock
+from ...api import Schedules
 from ...store.models import Beat
 from .base import BEATS_ENDPOINT, Access, AdminSession, DBeatView, badge
 from .display import duration
@@ -16,17 +17,18 @@ __all__ = ["BeatView"]
 
 
 def _state(view: BeatView, context: Any, beat: Beat, name: str) -> Markup:
-    age = view.clock.now() - beat.last_seen_at
-    live = age.total_seconds() <= view.live_within
+    live = beat.name in g.get("dbeat_live_beats", ())
+    age = view.schedules.clock.now() - beat.last_seen_at
     text = f"{'live' if live else 'silent'}, seen {duration(age)} ago"
     return badge(text, "success" if live else "secondary")
 
 
 class BeatView(DBeatView):
     """Heartbeats: one row per running beat, written every ``dbeat_max_interval`` and removed
-    when the beat stops cleanly. A beat is shown as live when its heartbeat is at most
-    ``live_within`` seconds old (beat's default interval is 5 s; the CLI's ``status`` uses
-    3 x ``dbeat_max_interval``)."""
+    when the beat stops cleanly. A beat is live by the rule of
+    :meth:`celery_dbeat.api.Schedules.live_beats` (the run-now action's): its heartbeat is at
+    most the API's ``live_within`` old (``Schedules.from_app``: 3 x ``dbeat_max_interval``;
+    otherwise :data:`celery_dbeat.api.LIVE_WITHIN`, 15 s)."""
 
     can_create = False
     can_edit = False
@@ -44,6 +46,7 @@ class BeatView(DBeatView):
 
     def __init__(
         self,
+        schedules: Schedules,
         session: AdminSession,
         access: Access,
         *,
@@ -51,11 +54,14 @@ class BeatView(DBeatView):
         category: str | None = None,
         endpoint: str = BEATS_ENDPOINT,
         url: str = "beats",
-        live_within: float = 15.0,
-        clock: Clock | None = None,
     ) -> None:
-        self.live_within = live_within
-        self.clock = clock or SystemClock()
+        self.schedules = schedules
         super().__init__(
             Beat, session, access, name=name, category=category, endpoint=endpoint, url=url
         )
+
+    def get_list(self, *args: Any, **kwargs: Any) -> Any:
+        listed = super().get_list(*args, **kwargs)
+        self.end_read()
+        g.dbeat_live_beats = {beat.name for beat in self.schedules.live_beats()}
+        return listed

@@ -16,6 +16,7 @@ __all__ = [
     "fire_outcome",
     "instant",
     "local_instant",
+    "next_run",
     "overlap_summary",
     "run_time",
     "schedule_state",
@@ -77,6 +78,8 @@ def spec_summary(row: Schedule) -> str:
         text = f"every {duration(timedelta(seconds=row.every))}"
     elif row.kind == "once":
         text = f"once at {instant(row.run_at)}"
+    elif row.kind == "solar":
+        text = f"solar {row.solar_event} at {_degrees(row.latitude)}, {_degrees(row.longitude)}"
     else:
         text = row.kind
     if row.start_at is not None:
@@ -89,6 +92,20 @@ def spec_summary(row: Schedule) -> str:
     if jitter:
         text += f", jitter {duration(timedelta(seconds=jitter))}"
     return text
+
+
+def _degrees(value: float | None) -> str:
+    return "?" if value is None else f"{value:g}"
+
+
+def next_run(row: Schedule) -> str:
+    """When the schedule fires next, or why it does not: a paused (disabled) schedule sends
+    nothing whatever its stored ``next_run_at`` says, and a finished one has no slot left."""
+    if row.finished_at is not None:
+        return "none (finished)"
+    if not row.enabled:
+        return "none (paused)"
+    return instant(row.next_run_at)
 
 
 def overlap_summary(row: Schedule) -> str:

@@ -3,7 +3,10 @@ text, so that :func:`~celery_dbeat.definitions.definition_from_form` validates e
 same code and messages as the CLI and the Python API. The form itself checks only its CSRF token.
 
 The form is built from ``FORM_FIELDS``, in its order: a field the core adds later shows up as a
-text box (with its name as label) until it gets a better widget in :data:`_WIDGETS`.
+text box (with its name as label) until it gets a better widget in :data:`_WIDGETS`. The fields of
+each spec kind (:data:`KIND_FIELDS`) are grouped in a fieldset labelled with the kind
+(:func:`schedule_form_rules`); a small script on the page shows only the chosen kind's, and
+without it every group shows, each saying which kind it is for.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from flask_admin.form import SecureForm
+from flask_admin.form import SecureForm, rules
+from markupsafe import Markup
 from wtforms import (
     BooleanField,
     SelectField,
@@ -25,8 +29,17 @@ from ...definitions import FORM_FIELDS
 from ...errors import ValidationError
 from ...overlap import OverlapPolicy
 from ...store.models import Schedule
+from ...timing.solar import EVENTS
 
-__all__ = ["ScheduleForm", "field_of", "form_data", "form_values"]
+__all__ = [
+    "KINDS",
+    "KIND_FIELDS",
+    "ScheduleForm",
+    "field_of",
+    "form_data",
+    "form_values",
+    "schedule_form_rules",
+]
 
 try:  # WTForms 3.3 deprecates (value, label) tuples; older versions only take those.
     from wtforms.fields.choices import SelectChoice
@@ -34,13 +47,32 @@ except ImportError:  # pragma: no cover - WTForms < 3.3
     SelectChoice = None
 
 
-def _select(label: str, blank: str | None, *values: str, **options: Any) -> Any:
-    """A select of ``values``; its first option, labelled ``blank`` if given, means "not set".
+#: The spec kinds the form offers, with how the kind select labels them.
+KINDS: dict[str, str] = {
+    "cron": "cron: a cron expression in a time zone",
+    "interval": "interval: every N seconds",
+    "once": "once: one instant",
+    "solar": "solar: sunrise, sunset, dawn, dusk or solar noon at a place",
+}
+#: The form fields of each spec kind, in form order; the other fields apply to every kind.
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "cron": ("cron", "timezone", "dst_gap", "dst_fold", "cron_days"),
+    "interval": ("every",),
+    "once": ("run_at",),
+    "solar": ("solar_event", "latitude", "longitude"),
+}
+
+
+def _select(label: str, blank: str | None, *values: str | tuple[str, str], **options: Any) -> Any:
+    """A select of ``values`` (or ``(value, label)`` pairs); its first option, labelled
+    ``blank`` if given, means "not set".
 
     It does not check its choices (``validate_choice=False``): an unknown value must reach
     ``definition_from_form``, whose message names the field and the value like every surface.
     """
-    pairs = ([("", blank)] if blank is not None else []) + [(v, v) for v in values]
+    pairs = ([("", blank)] if blank is not None else []) + [
+        (v, v) if isinstance(v, str) else v for v in values
+    ]
     choices = pairs if SelectChoice is None else [SelectChoice(v, text) for v, text in pairs]
     return SelectField(label, choices=choices, validate_choice=False, **options)
 
@@ -54,7 +86,7 @@ def _text(label: str, description: str, **options: Any) -> Any:
 _WIDGETS: dict[str, Callable[[], Any]] = {
     "name": lambda: _text("Name", "Unique; the fire history and task ids follow it."),
     "task": lambda: _text("Task", "Registered Celery task name, e.g. proj.tasks.report"),
-    "kind": lambda: _select("Kind", None, "cron", "interval", "once", default="cron"),
+    "kind": lambda: _select("Kind", None, *KINDS.items(), default="cron"),
     "cron": lambda: _text(
         "Cron",
         "5 fields (minute hour day month weekday), or 6 with seconds last; @hourly-style aliases",
@@ -88,6 +120,15 @@ _WIDGETS: dict[str, Callable[[], Any]] = {
     "run_at": lambda: _text(
         "Run at", "ISO-8601 instant with an offset, e.g. 2027-01-01T09:00:00+01:00"
     ),
+    "solar_event": lambda: _select(
+        "Event",
+        "choose an event",
+        *EVENTS,
+        default="sunrise",
+        description="Computed as Celery's solar schedule does; needs the 'solar' extra (ephem)",
+    ),
+    "latitude": lambda: _text("Latitude", "Degrees north, -90 to 90 (Paris: 48.85)"),
+    "longitude": lambda: _text("Longitude", "Degrees east, -180 to 180 (Paris: 2.35)"),
     "args": lambda: TextAreaField("Args", default="[]", description="JSON array"),
     "kwargs": lambda: TextAreaField("Kwargs", default="{}", description="JSON object"),
     "options": lambda: TextAreaField(
@@ -136,6 +177,48 @@ _WIDGETS: dict[str, Callable[[], Any]] = {
 def _widget(name: str) -> Any:
     factory = _WIDGETS.get(name)
     return factory() if factory is not None else StringField(name.replace("_", " ").capitalize())
+
+
+_KIND_OF = {name: kind for kind, names in KIND_FIELDS.items() for name in names}
+_FIELDSET = Markup(
+    '<fieldset class="dbeat-kind border rounded px-3 pt-1 mb-3" data-dbeat-kind="{}">'
+    '<legend class="h6 w-auto px-1 mb-0">For kind <code>{}</code></legend>'
+)
+
+
+class _HiddenField(rules.BaseRule):
+    """Keeps a hidden field in the form (Flask-Admin drops the fields no rule names); its
+    template renders hidden fields itself."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    @property
+    def visible_fields(self) -> list[str]:
+        return [self.name]
+
+    def __call__(self, form: Any, form_opts: Any = None, field_args: Any = None) -> str:
+        return ""
+
+
+def schedule_form_rules() -> list[Any]:
+    """Flask-Admin form rules: every field in ``FORM_FIELDS`` order, the fields of each kind
+    wrapped in a ``<fieldset data-dbeat-kind="...">`` whose legend names the kind."""
+    shown: list[Any] = [_HiddenField("csrf_token")]
+    current: str | None = None
+    for name in FORM_FIELDS:
+        kind = _KIND_OF.get(name)
+        if kind != current:
+            if current is not None:
+                shown.append(rules.HTML("</fieldset>"))
+            if kind is not None:
+                shown.append(rules.HTML(_FIELDSET.format(kind, kind)))
+            current = kind
+        shown.append(rules.Field(name))
+    if current is not None:
+        shown.append(rules.HTML("</fieldset>"))
+    return shown
 
 
 #: The schedule form class (a Flask-Admin ``SecureForm``: CSRF-checked).

@@ -1,10 +1,11 @@
 """The schedules view: list with search and filters, create and edit forms (with a preview of
-the next slots), delete, and the pause, resume and run-now bulk actions."""
+the next slots and the registered task names as suggestions), delete, and the pause, resume and
+run-now bulk actions."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import sqlalchemy as sa
 from flask import flash, url_for
@@ -21,16 +22,24 @@ from ...store.models import Schedule
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
 from .display import (
     STATES,
+    duration,
     instant,
     local_instant,
+    next_run,
     overlap_summary,
     schedule_state,
     spec_summary,
 )
-from .forms import ScheduleForm, field_of, form_data, form_values
+from .forms import KINDS, ScheduleForm, field_of, form_data, form_values, schedule_form_rules
 from .history import FireView
 
-__all__ = ["ScheduleView", "StateFilter"]
+__all__ = ["ScheduleView", "StateFilter", "TaskNames"]
+
+#: Where the form's task suggestions come from: the names, or a function called at each request
+#: that returns them (``lambda: celery_app.tasks.keys()``).
+TaskNames: TypeAlias = Iterable[str] | Callable[[], Iterable[str]]
+#: The id of the task names' ``<datalist>``, which the task field points to.
+TASK_NAMES_LIST = "dbeat-task-names"
 
 _STATE_BADGES = {"active": "success", "paused": "secondary", "finished": "dark", "error": "danger"}
 
@@ -68,6 +77,15 @@ def _spec(view: ScheduleView, context: Any, row: Schedule, name: str) -> str:
     return spec_summary(row)
 
 
+def _next_run(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    text = next_run(row)
+    if row.enabled or row.finished_at is not None:
+        return Markup("{}").format(text)
+    return Markup('<span class="text-muted" title="{}">{}</span>').format(
+        "Nothing is sent until the schedule is resumed", text
+    )
+
+
 def _state(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
     state = schedule_state(row)
     return badge(state, _STATE_BADGES[state], row.last_error or "")
@@ -88,6 +106,7 @@ class ScheduleView(DBeatView):
 
     can_view_details = False
     form = ScheduleForm
+    form_rules = schedule_form_rules()
     create_template = "celery_dbeat/schedule_create.html"
     edit_template = "celery_dbeat/schedule_edit.html"
     column_list = (
@@ -114,9 +133,7 @@ class ScheduleView(DBeatView):
     column_searchable_list = ("name", "task")
     column_filters = (
         sqla_filters.BooleanEqualFilter(Schedule.enabled, "Enabled"),
-        sqla_filters.FilterEqual(
-            Schedule.kind, "Kind", options=[(k, k) for k in ("cron", "interval", "once")]
-        ),
+        sqla_filters.FilterEqual(Schedule.kind, "Kind", options=[(k, k) for k in KINDS]),
         sqla_filters.FilterEqual(
             Schedule.origin,
             "Origin",
@@ -133,6 +150,7 @@ class ScheduleView(DBeatView):
         "name": _name,
         "spec": _spec,
         "state": _state,
+        "next_run_at": _next_run,
         "last_error": _last_error,
         "history": _history,
     }
@@ -148,9 +166,16 @@ class ScheduleView(DBeatView):
         category: str | None = None,
         endpoint: str = SCHEDULES_ENDPOINT,
         url: str = "schedules",
+        task_names: TaskNames | None = None,
     ) -> None:
+        """``task_names``: the registered Celery task names the task field suggests (free text
+        stays allowed); a saved task that is not among them gets a warning, not a refusal,
+        since it may be registered only in the workers."""
         self.schedules = schedules
         self.history = history
+        self.task_names = _task_names(task_names)
+        if self.task_names is not None:
+            self.form_widget_args = {"task": {"list": TASK_NAMES_LIST}}
         super().__init__(
             Schedule, session, access, name=name, category=category, endpoint=endpoint, url=url
         )
@@ -169,6 +194,7 @@ class ScheduleView(DBeatView):
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
+        self._check_task(definition.task)
         model = self.session.get(Schedule, info.id)
         self.after_model_change(form, model, True)
         return model if model is not None else True
@@ -181,6 +207,7 @@ class ScheduleView(DBeatView):
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
+        self._check_task(definition.task)
         self.session.refresh(model)
         self.after_model_change(form, model, False)
         return True
@@ -197,10 +224,21 @@ class ScheduleView(DBeatView):
         prefix = "Saved, except" if saved else "Schedule not saved"
         flash(f"{prefix}: {exc}", "error")
 
+    def _check_task(self, task: str) -> None:
+        """Warn, after a save, about a task name this app has not registered."""
+        if self.task_names is not None and task not in self.task_names():
+            flash(
+                f"Saved, but no task named {task!r} is registered in this app: check the name "
+                "(a task registered only in the workers' code is fine).",
+                "warning",
+            )
+
     def render(self, template: str, **kwargs: Any) -> str:
         model = kwargs.get("model")
         if template == self.edit_template and isinstance(model, Schedule):
             kwargs["dbeat"] = self._overview(model)
+        if template in (self.create_template, self.edit_template) and self.task_names is not None:
+            kwargs["dbeat_task_names"] = self.task_names()
         result: str = super().render(template, **kwargs)
         return result
 
@@ -212,7 +250,8 @@ class ScheduleView(DBeatView):
             "badge": _STATE_BADGES[schedule_state(row)],
             "spec": spec_summary(row),
             "zone": zone,
-            "next_run_at": instant(row.next_run_at),
+            "next_run_at": next_run(row),
+            "paused": not row.enabled and row.finished_at is None,
             "last_slot": instant(row.last_slot),
             "run_count": row.run_count,
             "overlap": overlap_summary(row),
@@ -261,7 +300,9 @@ class ScheduleView(DBeatView):
         self.end_read()
         return rows
 
-    def _each(self, ids: Sequence[str], done_text: str, call: Callable[[str], object]) -> None:
+    def _each(self, ids: Sequence[str], call: Callable[[str], object]) -> list[str]:
+        """Call ``call`` with each selected schedule's name; flash each failure; return the
+        names it succeeded for."""
         done: list[str] = []
         for row in self._selected(ids):
             try:
@@ -270,8 +311,11 @@ class ScheduleView(DBeatView):
                 flash(f"{row.name}: {exc}", "error")
             else:
                 done.append(row.name)
+        return done
+
+    def _flash_done(self, text: str, done: list[str]) -> None:
         if done:
-            flash(f"{done_text} {len(done)} schedule(s): {', '.join(done)}", "success")
+            flash(f"{text} {len(done)} schedule(s): {', '.join(done)}", "success")
 
     @bulk_action("delete", "Delete", "Delete the selected schedules and their fire history?")
     def action_delete(self, ids: Sequence[str]) -> None:
@@ -281,16 +325,41 @@ class ScheduleView(DBeatView):
 
     @bulk_action("pause", "Pause", "Pause the selected schedules?")
     def action_pause(self, ids: Sequence[str]) -> None:
-        self._each(ids, "Paused", self.schedules.pause)
+        self._flash_done("Paused", self._each(ids, self.schedules.pause))
 
     @bulk_action(
         "resume", "Resume", "Resume the selected schedules? Slots missed while paused are not sent."
     )
     def action_resume(self, ids: Sequence[str]) -> None:
-        self._each(ids, "Resumed", self.schedules.resume)
+        self._flash_done("Resumed", self._each(ids, self.schedules.resume))
 
     @bulk_action("trigger", "Run now", "Send the selected schedules' tasks once now?")
     def action_trigger(self, ids: Sequence[str]) -> None:
-        self._each(
-            ids, "Recorded a run-now fire (a running beat sends it) for", self.schedules.trigger
-        )
+        done = self._each(ids, self.schedules.trigger)
+        if not done:
+            return
+        listed = f"{len(done)} schedule(s): {', '.join(done)}"
+        beats = [beat.name for beat in self.schedules.live_beats()]
+        if beats:
+            flash(
+                f"Run now: {listed} (a running beat sends them now: {', '.join(beats)}).", "success"
+            )
+        else:
+            flash(
+                f"Run now recorded for {listed}, but no beat is running (none seen in the last "
+                f"{duration(self.schedules.live_within)}): each is sent when a beat starts.",
+                "warning",
+            )
+
+
+def _task_names(names: TaskNames | None) -> Callable[[], list[str]] | None:
+    """``names`` as a function returning them sorted (``None``: no suggestions)."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise TypeError("task_names: give a list of task names or a function, not one string")
+    if callable(names):
+        source = names
+        return lambda: sorted(set(source()))
+    fixed = sorted(set(names))
+    return lambda: fixed
