@@ -33,7 +33,7 @@ from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from .overlap import OverlapPolicy
-from .specs import Cron, Every, Once, Solar
+from .specs import Spec, spec_from_fields
 from .store import manage
 from .store.health import unhealthy_candidates
 from .store.queries import Store
@@ -49,7 +49,6 @@ __all__ = [
     "preview_spec",
 ]
 
-Spec = Cron | Every | Once | Solar
 _UNSET: Any = object()
 
 #: A beat is live while its heartbeat is younger than three of its ticks at the longest (beat
@@ -64,25 +63,6 @@ def _json(text: str) -> Any:
         # Not JSON, or nested too deeply to decode (a row written by hand): shown as stored;
         # beat marks such a row with its error.
         return text
-
-
-def _spec_of(row: Row[Any]) -> Spec | None:
-    if row.kind == "cron":
-        return Cron(
-            row.cron or "", row.timezone or "UTC", row.dst_gap, row.dst_fold, row.cron_days or "any"
-        )
-    if row.kind == "interval" and row.every is not None:
-        return Every(row.every)
-    if row.kind == "once" and row.run_at is not None:
-        return Once(row.run_at)
-    if (
-        row.kind == "solar"
-        and row.solar_event is not None
-        and row.latitude is not None
-        and row.longitude is not None
-    ):
-        return Solar(row.solar_event, row.latitude, row.longitude)
-    return None
 
 
 @dataclass(frozen=True)
@@ -122,7 +102,7 @@ class ScheduleInfo:
             id=row.id,
             name=row.name,
             task=row.task,
-            schedule=_spec_of(row),
+            schedule=spec_from_fields(row._mapping),
             args=_json(row.args),
             kwargs=_json(row.kwargs),
             options=_json(row.options),

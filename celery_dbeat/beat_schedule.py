@@ -17,7 +17,7 @@ from celery.schedules import crontab, schedule, solar
 
 from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ConfigurationError, ValidationError
-from .specs import Cron, Every, Once, Solar
+from .specs import Cron, Every, Once, Solar, Spec
 
 __all__ = ["definitions_from_app", "spec_from_celery"]
 
@@ -51,7 +51,7 @@ def _cron_field(value: Any) -> str:
     return ",".join(str(v) for v in sorted(value))
 
 
-def spec_from_celery(value: Any, app: Celery) -> Cron | Every | Once | Solar:
+def spec_from_celery(value: Any, app: Celery) -> Spec:
     """The stored spec equivalent of a Celery schedule object (or our own spec)."""
     if isinstance(value, (Cron, Every, Once, Solar)):
         return value

@@ -15,7 +15,7 @@ from .durations import parse_duration
 from .errors import ValidationError
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
-from .specs import Cron, Every, Once, Solar, SpecFields
+from .specs import Cron, Every, Once, Solar, Spec, SpecFields
 from .timing import Timing, build_timing
 from .validation import MAX_CATCHUP_LIMIT, dump_json, parse_args, parse_kwargs, parse_options
 
@@ -141,7 +141,7 @@ def _choice(
         raise ValidationError(field_name, value, f"must be one of {allowed}") from None
 
 
-def _spec_fields(schedule: Cron | Every | Once | Solar | Mapping[str, Any]) -> SpecFields:
+def _spec_fields(schedule: Spec | Mapping[str, Any]) -> SpecFields:
     if isinstance(schedule, (Cron, Every, Once, Solar)):
         return schedule.fields()
     if isinstance(schedule, Mapping) and "kind" in schedule:
@@ -182,7 +182,7 @@ class Definition:
         *,
         name: str,
         task: str,
-        schedule: Cron | Every | Once | Solar | Mapping[str, Any],
+        schedule: Spec | Mapping[str, Any],
         args: Sequence[Any] | str = (),
         kwargs: Mapping[str, Any] | str | None = None,
         options: Mapping[str, Any] | str | None = None,

@@ -26,6 +26,7 @@ from ..errors import (
     StoreUnavailable,
     ValidationError,
 )
+from ..formats import iso, seconds_text
 from ..store.database import check_schema
 
 __all__ = [
@@ -190,33 +191,6 @@ def runtime() -> Runtime:
 
 
 # Output ----------------------------------------------------------------------------------------
-
-
-def iso(value: datetime | None) -> str | None:
-    """An instant as ISO-8601 in UTC with ``Z`` (microseconds only when there are some)."""
-    if value is None:
-        return None
-    value = value.astimezone(UTC)
-    spec = "seconds" if value.microsecond == 0 else "microseconds"
-    return value.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
-
-
-def seconds_text(seconds: float | None) -> str | None:
-    """``5400`` -> ``1h30m``; ``30`` -> ``30s``; ``0.25`` -> ``0.25s``."""
-    if seconds is None:
-        return None
-    if seconds < 0:
-        return "-" + (seconds_text(-seconds) or "")
-    whole = int(seconds)
-    rest = seconds - whole
-    parts = []
-    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
-        if whole >= size:
-            parts.append(f"{whole // size}{unit}")
-            whole %= size
-    if whole or rest or not parts:
-        parts.append(f"{whole + rest:g}s")
-    return "".join(parts)
 
 
 def age_text(delta: timedelta) -> str:

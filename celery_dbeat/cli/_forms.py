@@ -20,8 +20,8 @@ from ..definitions import (
     Definition,
     definition_from_form,
 )
-from ..specs import Cron, Every, Once, Solar
-from ._common import iso, seconds_text
+from ..specs import Spec, spec_from_fields
+from ._common import iso
 
 __all__ = [
     "definition_of",
@@ -157,22 +157,11 @@ def definition_of(info: ScheduleInfo) -> Definition:
     return definition_from_form(form_of(info))
 
 
-def spec_of(definition: Definition) -> Cron | Every | Once | Solar:
+def spec_of(definition: Definition) -> Spec:
     """The API's spec object for a validated definition."""
-    spec = definition.spec
-    if spec["kind"] == "cron":
-        return Cron(
-            spec["cron"],
-            spec.get("timezone") or "UTC",
-            spec.get("dst_gap"),
-            spec.get("dst_fold"),
-            spec.get("cron_days") or "any",
-        )
-    if spec["kind"] == "interval":
-        return Every(spec["every"])
-    if spec["kind"] == "solar":
-        return Solar(spec["solar_event"], spec["latitude"], spec["longitude"])
-    return Once(spec["run_at"])
+    spec = spec_from_fields(definition.spec)
+    assert spec is not None, definition.spec
+    return spec
 
 
 def schedule_json(info: ScheduleInfo) -> dict[str, Any]:
@@ -194,17 +183,6 @@ def schedule_json(info: ScheduleInfo) -> dict[str, Any]:
 
 
 def spec_text(info: ScheduleInfo) -> str:
-    """One line: ``cron '30 2 * * *' America/New_York``, ``every 1h30m``, ``once <instant>``."""
-    spec = info.schedule
-    if isinstance(spec, Cron):
-        words = [f"cron '{spec.expr}' {spec.timezone}"]
-        words += [
-            f"{k}={v}" for k, v in (("dst_gap", spec.dst_gap), ("dst_fold", spec.dst_fold)) if v
-        ]
-        words += ["days=all"] if spec.days == "all" else []
-        return " ".join(words)
-    if isinstance(spec, Every):
-        return f"every {seconds_text(Every(spec.seconds).fields()['every'])}"
-    if isinstance(spec, Once):
-        return f"once {iso(spec.at)}"
-    return "(invalid spec)"
+    """One line: ``cron '30 2 * * *' America/New_York``, ``every 1h30m``, ``once <instant>``,
+    ``solar sunset at 48.85, 2.35``."""
+    return info.schedule.text() if info.schedule is not None else "(invalid spec)"

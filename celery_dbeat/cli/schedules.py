@@ -12,7 +12,7 @@ import click
 from ..api import FireInfo, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..definitions import definition_from_form
-from ..specs import Cron, Every, Once, Solar
+from ..specs import Cron, Spec
 from ..store.manage import CONFIG_ORIGIN
 from ._common import CommandError, DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
 from ._forms import (
@@ -431,10 +431,10 @@ def preview(
         if not any(option in adhoc for option in KIND_OF_OPTION):
             raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at)")
         definition = definition_from_form(edit_form({"name": "preview", "task": "preview"}, adhoc))
-        spec: Cron | Every | Once | Solar | None = spec_of(definition)
-        assert spec is not None
+        typed = spec_of(definition)
+        spec: Spec | None = typed
         slots = preview_spec(
-            spec,
+            typed,
             count=count,
             after=after or SystemClock().now(),
             start_at=definition.start_at,

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import FORM_FIELDS
-from celery_dbeat.specs import Every
+from celery_dbeat.specs import Every, Solar
 from celery_dbeat.store.queries import Store
 from tests.cli.conftest import Cli, heartbeat, minutes, tick_fires, utc_now
 
@@ -543,3 +543,14 @@ def test_a_paused_schedule_shows_no_next_run_but_json_keeps_the_stored_value(cli
     assert listed == ["p", "proj.tasks.p", "every", "1h", "paused", "-"]
     assert shown["next_run_at"] == f"- (stored {stored}; paused)"
     assert stored is not None
+
+
+def test_list_and_show_name_a_solar_schedule_by_its_spec(cli: Cli) -> None:
+    with Schedules(cli.app.conf.dbeat_database_url) as api:
+        api.add("lights", "proj.tasks.lights", Solar("sunset", 48.85, 2.35))
+
+    listed = cli.ok("list").splitlines()[1]
+    shown = cli.ok("show", "lights")
+
+    assert "solar sunset at 48.85, 2.35" in listed
+    assert "(invalid spec)" not in listed + shown

@@ -49,9 +49,9 @@ def test_the_schedule_list_shows_every_schedule_with_its_spec_and_state(client: 
     response = client.get(SCHEDULES)
     assert listed(response) == ["daily-report", "launch", "poll-feed"]
     page = text_of(response)
-    assert "30 7 * * * (Europe/Paris)" in page
-    assert "every 30 s" in page
-    assert "once at 2024-05-07 09:00:00 UTC" in page
+    assert "cron '30 7 * * *' Europe/Paris" in page
+    assert "every 30s" in page
+    assert "once 2024-05-07T09:00:00Z" in page
     assert "paused" in page
 
 

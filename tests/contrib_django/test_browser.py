@@ -118,7 +118,7 @@ def test_an_admin_logs_in_creates_a_schedule_in_chromium_and_sees_it_listed(
         listing = page.locator("#result_list").inner_text()
         notice = page.locator(".messagelist").inner_text()
     assert "browser-report" in listing
-    assert "every 45 s" in listing
+    assert "every 45s" in listing
     assert "was added successfully" in notice
     info = api.get("browser-report")
     assert (info.schedule, info.args, info.origin) == (Every(45), ["from", "chromium"], "api")

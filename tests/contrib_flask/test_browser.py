@@ -161,7 +161,7 @@ def test_a_schedule_created_in_the_browser_is_fired_by_beat_and_shown_in_its_his
     follow(page, "input[type=submit][value=Save]")
     page.wait_for_selector("text=Record was successfully created.")
     row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name=name))
-    assert row.locator("td.col-spec").inner_text().strip() == "every 2 s"
+    assert row.locator("td.col-spec").inner_text().strip() == "every 2s"
     assert row.locator("td.col-state").inner_text().strip() == "active"
 
     api = Schedules(db_url)

@@ -52,16 +52,14 @@ def schedule(**columns: Any) -> Schedule:
 @pytest.mark.parametrize(
     ("row", "text"),
     [
-        pytest.param(schedule(), "cron 0 * * * *", id="cron-utc"),
+        pytest.param(schedule(), "cron '0 * * * *' UTC", id="cron-utc"),
         pytest.param(
             schedule(timezone="Europe/Paris", dst_gap="skip", cron_days="all"),
-            "cron 0 * * * * (Europe/Paris, dst_gap=skip, days=all)",
+            "cron '0 * * * *' Europe/Paris dst_gap=skip days=all",
             id="cron-zone-overrides",
         ),
-        pytest.param(schedule(kind="interval", every=90.0), "every 1 min 30 s", id="interval"),
-        pytest.param(
-            schedule(kind="once", run_at=AT), "once at 2024-05-06 09:00:00 UTC", id="once"
-        ),
+        pytest.param(schedule(kind="interval", every=90.0), "every 1m30s", id="interval"),
+        pytest.param(schedule(kind="once", run_at=AT), "once 2024-05-06T09:00:00Z", id="once"),
         pytest.param(
             schedule(kind="solar", solar_event="sunset", latitude=48.85, longitude=-2.0),
             "solar sunset at 48.85, -2",
@@ -69,7 +67,7 @@ def schedule(**columns: Any) -> Schedule:
         ),
         pytest.param(
             schedule(start_at=AT, end_at=AT + timedelta(days=1), max_runs=1),
-            "cron 0 * * * *, from 2024-05-06 09:00:00 UTC, until 2024-05-07 09:00:00 UTC, "
+            "cron '0 * * * *' UTC, from 2024-05-06 09:00:00 UTC, until 2024-05-07 09:00:00 UTC, "
             "at most 1 run",
             id="bounds",
         ),

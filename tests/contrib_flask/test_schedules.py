@@ -65,9 +65,9 @@ def test_the_list_shows_each_schedule_with_its_spec_state_and_next_run(
     some_schedules(core_api)
     listed = {row["name"]: row for row in rows(core_admin.get("/admin/schedules/"))}
     assert sorted(listed) == ["cleanup", "launch", "poll", "report"]
-    assert listed["report"]["spec"] == "cron 30 7 * * mon-fri (Europe/Paris)"
+    assert listed["report"]["spec"] == "cron '30 7 * * mon-fri' Europe/Paris"
     assert listed["report"]["next_run_at"] == "2024-05-07 05:30:00 UTC"
-    assert listed["poll"]["spec"] == "every 30 s"
+    assert listed["poll"]["spec"] == "every 30s"
     assert listed["poll"]["next_run_at"] == "2024-05-06 09:00:30 UTC"
     assert listed["launch"]["state"] == "paused"
     assert listed["launch"]["next_run_at"] == "none (paused)"  # its stored slot is not sent

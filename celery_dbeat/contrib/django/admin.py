@@ -19,7 +19,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from celery_dbeat.definitions import SPEC_COLUMNS
 from celery_dbeat.errors import DBeatError, ScheduleNotFound
+from celery_dbeat.specs import spec_from_fields
 
 from .base import OnScheduleDatabase, ReadOnly
 from .conf import schedules
@@ -115,15 +117,9 @@ class ScheduleAdmin(OnScheduleDatabase):
 
     @admin.display(description="spec")
     def spec(self, obj: Schedule) -> str:
-        if obj.kind == "cron":
-            return f"{obj.cron} ({obj.timezone or 'UTC'})"
-        if obj.kind == "interval" and obj.every is not None:
-            return f"every {obj.every:g} s"
-        if obj.kind == "once":
-            return f"once at {utc(obj.run_at)}"
-        if obj.kind == "solar" and obj.latitude is not None and obj.longitude is not None:
-            return f"{obj.solar_event} at {obj.latitude:g}, {obj.longitude:g}"
-        return str(obj.kind)
+        """The spec's own text, as on the command line (``every 1h30m``)."""
+        spec = spec_from_fields({column: getattr(obj, column) for column in SPEC_COLUMNS})
+        return spec.text() if spec is not None else f"{obj.kind} (incomplete)"
 
     @admin.display(description="state")
     def state(self, obj: Schedule) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+from ...definitions import SPEC_COLUMNS
+from ...specs import spec_from_fields
 from ...store.models import Fire, FireStatus, Schedule
 
 __all__ = [
@@ -59,29 +61,10 @@ def duration(delta: timedelta) -> str:
 
 
 def spec_summary(row: Schedule) -> str:
-    """One line saying when the schedule fires, e.g. ``cron 30 9 * * 1-5 (America/New_York)``."""
-    if row.kind == "cron":
-        text = f"cron {row.cron}"
-        details = [row.timezone] if row.timezone and row.timezone != "UTC" else []
-        details += [
-            f"{label}={value}"
-            for label, value in (
-                ("dst_gap", row.dst_gap),
-                ("dst_fold", row.dst_fold),
-                ("days", row.cron_days),
-            )
-            if value
-        ]
-        if details:
-            text += f" ({', '.join(details)})"
-    elif row.kind == "interval" and row.every is not None:
-        text = f"every {duration(timedelta(seconds=row.every))}"
-    elif row.kind == "once":
-        text = f"once at {instant(row.run_at)}"
-    elif row.kind == "solar":
-        text = f"solar {row.solar_event} at {_degrees(row.latitude)}, {_degrees(row.longitude)}"
-    else:
-        text = row.kind
+    """One line saying when the schedule fires, e.g. ``cron '30 9 * * 1-5' America/New_York``
+    (the spec's own text, as on the command line), then its bounds."""
+    spec = spec_from_fields({column: getattr(row, column) for column in SPEC_COLUMNS})
+    text = spec.text() if spec is not None else f"{row.kind} (incomplete)"
     if row.start_at is not None:
         text += f", from {instant(row.start_at)}"
     if row.end_at is not None:
@@ -92,10 +75,6 @@ def spec_summary(row: Schedule) -> str:
     if jitter:
         text += f", jitter {duration(timedelta(seconds=jitter))}"
     return text
-
-
-def _degrees(value: float | None) -> str:
-    return "?" if value is None else f"{value:g}"
 
 
 def next_run(row: Schedule) -> str:
