@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import reprlib
+from datetime import datetime, timedelta
 
 from .urls import mask_url
 
@@ -52,6 +53,9 @@ def shown(value: object) -> str:
     5,000-digit integer even raises). A URL is shown with its password hidden."""
     if isinstance(value, str) and "://" in value:
         value = mask_url(value)
+    if isinstance(value, (datetime, timedelta)):
+        # As people type them (2025-01-31T09:00:00+00:00, 1:30:00), not datetime.datetime(...).
+        return value.isoformat() if isinstance(value, datetime) else str(value)
     return _short.repr(value)
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
-from celery_dbeat import Cron
+from celery_dbeat import Cron, Every
 from celery_dbeat.definitions import Definition
 from celery_dbeat.durations import parse_duration
 from celery_dbeat.errors import ValidationError
@@ -374,3 +374,16 @@ def test_good_durations_parse(value: Any, expected: timedelta) -> None:
 def test_bad_durations_raise_value_error_saying_what_is_accepted(value: Any) -> None:
     with pytest.raises(ValueError, match=r"duration|seconds|number"):
         parse_duration(value)
+
+
+def test_an_instant_in_an_error_reads_as_iso_8601_not_as_python() -> None:
+    start, end = (
+        datetime(2025, 1, 2, tzinfo=timezone.utc),
+        datetime(2025, 1, 1, tzinfo=timezone.utc),
+    )
+    with pytest.raises(ValidationError) as caught:
+        Definition.create(name="a", task="t", schedule=Every(60), start_at=start, end_at=end)
+
+    assert str(caught.value) == (
+        "end_at=2025-01-01T00:00:00+00:00: is before start_at (2025-01-02T00:00:00+00:00)"
+    )
