@@ -13,6 +13,7 @@ fi
 .venv/bin/python -m pip install --quiet -e . --group dev
 echo "== ruff" && .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy" && .venv/bin/mypy
+echo "== import contracts" && .venv/bin/lint-imports
 # Two workers: the tests that start real celery processes (marked e2e) run one after another on
 # one of them, everything else on the other (tests/conftest.py); -n 0 runs it all in-process.
 echo "== pytest" && exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"

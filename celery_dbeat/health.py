@@ -22,9 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .store.health import HealthCandidate
-
-__all__ = ["UNHEALTHY_REASONS", "ScheduleHealth", "judge"]
+__all__ = ["UNHEALTHY_REASONS", "HealthCandidate", "ScheduleHealth", "judge"]
 
 #: Why a schedule is listed.
 UNHEALTHY_REASONS = ("failed", "revoked", "not published", "overdue")
@@ -51,6 +49,30 @@ class ScheduleHealth:
     last_success_at: datetime | None
     #: ``next_run_at - last_slot``: the schedule's current period.
     period: timedelta | None
+
+
+@dataclass(frozen=True)
+class HealthCandidate:
+    """A schedule :func:`unhealthy_candidates` found, with what its newest fires say."""
+
+    name: str
+    task: str
+    enabled: bool
+    finished_at: datetime | None
+    last_error: str | None
+    next_run_at: datetime | None
+    last_slot: datetime | None
+    #: ``not published``, ``failed`` or ``revoked`` when the last ended fire says so, else None.
+    failure: str | None
+    #: When the newest successful run in the window finished.
+    success_at: datetime | None
+    #: Without a success: the oldest slot in the window with a run report.
+    tracked_since: datetime | None
+    #: The last ended fire (its run finished, or it was never published), if any.
+    last_fire_slot: datetime | None = None
+    last_finished_at: datetime | None = None
+    last_fire_error: str | None = None
+    last_task_id: str | None = None
 
 
 def _state(candidate: HealthCandidate) -> str:

@@ -1,47 +1,34 @@
 """Pure fire planning: from a schedule row and ``now``, the transition beat should record.
 
 No I/O and no Celery: the ticker reads rows, asks :func:`plan` what to do with each, and records
-the answer. Also home of the deterministic task id, ``fire_task_id(schedule, slot)``.
+the answer. The rows and fires it works on, and their identity, are :mod:`celery_dbeat.core`'s.
 """
 
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from itertools import chain, islice, pairwise
 from typing import overload
 
+from .core.fires import FireStatus, NewFire, ScheduleRow, Transition, fire_task_id
 from .errors import ValidationError
 from .misfire import LATE_WHILE_WATCHED, Bulk, MisfirePolicy, MisfireRules, SlotGroup, resolve
 from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
-from .store.models import FireStatus
-from .store.queries import NewFire, ScheduleRow, Transition
 from .timing import Timing, build_timing
 from .timing.jitter import fire_at
 from .validation import parse_args, parse_kwargs, parse_options
 
 __all__ = [
-    "TASK_ID_NAMESPACE",
     "catch_up_slots",
     "due_times",
-    "fire_task_id",
     "overlap_of",
     "plan",
     "rules_of",
     "timing_of",
 ]
-
-TASK_ID_NAMESPACE = uuid.UUID("6c1b3a8e-5d57-4b0f-9a55-2f6a3c0d9e11")
-
-
-def fire_task_id(schedule_name: str, slot: datetime, *, manual: bool = False) -> str:
-    """The Celery task id of a fire: the same (schedule, slot) gives the same id on every beat."""
-    instant = slot.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    kind = "manual" if manual else "slot"
-    return str(uuid.uuid5(TASK_ID_NAMESPACE, f"{schedule_name}\x00{kind}\x00{instant}"))
 
 
 def timing_of(row: ScheduleRow) -> Timing:

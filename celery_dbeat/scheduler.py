@@ -24,6 +24,7 @@ from .beat_schedule import definitions_from_app
 from .checks import Level, run_checks
 from .clock import SystemClock
 from .config import Settings, mask_url
+from .core.fires import PublishRequest
 from .definitions import Definition
 from .errors import DBeatError, SchemaVersionError
 from .locks import FireLock, make_lock
@@ -31,7 +32,7 @@ from .metrics import NO_METRICS, start_metrics_server
 from .notify import ChangeListener, DatabaseListener, notifies_through_database
 from .store import migrate
 from .store.manage import sync_config
-from .store.queries import PublishRequest, Store
+from .store.queries import Store
 from .ticker import Ticker
 
 __all__ = ["Scheduler"]
@@ -130,12 +131,11 @@ class Scheduler(celery_beat.Scheduler):
 
     def _prepare_database(self) -> None:
         assert self.store is not None
+        assert self.lock is not None
         if self.dbeat.auto_migrate:
             migrate(self.store.engine)
         # Start-up checks: an error (e.g. an unknown schema) stops beat, warnings are logged.
-        for finding in run_checks(
-            self.dbeat, self.store.engine, getattr(self.lock, "client", None)
-        ):
+        for finding in run_checks(self.dbeat, self.store.engine, self.lock.client):
             if finding.level is Level.ERROR:
                 raise SchemaVersionError(finding.message)
             if finding.level is Level.WARNING:

@@ -35,15 +35,15 @@ from celery.utils.log import get_logger
 from . import __version__
 from .clock import Clock, SharedClock
 from .config import Settings
-from .locks import FireKey, FireLock
+from .core.fires import FireKey, FireStatus, PublishRequest, Transition
+from .locks import FireLock
 from .metrics import NO_METRICS, Metrics
 from .misfire import watched_since
 from .overlap import IDLE
 from .planning import plan
 from .store import runs
 from .store.manage import count_due
-from .store.models import FireStatus
-from .store.queries import PublishRequest, Store, Transition
+from .store.queries import Store
 from .validation import parse_args, parse_kwargs, parse_options
 
 __all__ = ["Publisher", "Ticker", "next_batch_size"]
@@ -255,15 +255,13 @@ class Ticker:
                     for row in batch.schedules
                 ]
                 keyed = {
-                    FireKey(t.schedule.id, t.schedule.next_run_at): t
-                    for t in transitions
-                    if t.fires and t.schedule.next_run_at is not None
+                    t.key: t for t in transitions if t.fires and t.schedule.next_run_at is not None
                 }
                 won = self.lock.claim(keyed.keys(), self.settings.lock_ttl)
                 self.metrics.claims(len(won), len(keyed) - len(won))
-                if getattr(self.lock, "degraded", False):
+                if self.lock.degraded:
                     self.metrics.error("redis")
-                chosen = [t for t in transitions if not t.fires or _key(t) in won]
+                chosen = [t for t in transitions if not t.fires or t.key in won]
                 requests = batch.record(chosen, batch.lease_until(now, self.settings.lock_ttl))
                 applied = batch.applied
         except BaseException:
@@ -538,11 +536,6 @@ class _PublishAhead:
         error, self._error = self._error, None
         if error is not None:
             raise error
-
-
-def _key(t: Transition) -> FireKey:
-    assert t.schedule.next_run_at is not None
-    return FireKey(t.schedule.id, t.schedule.next_run_at)
 
 
 #: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).

@@ -31,8 +31,8 @@ from celery import signals
 from celery.utils.log import get_logger
 
 from .config import Settings, mask_url
+from .core.fires import RunStatus
 from .store.database import create_engine
-from .store.models import RunStatus
 from .store.runs import RunEvent, record_runs
 
 __all__ = ["CAPACITY", "RunRecorder", "recorder_for"]

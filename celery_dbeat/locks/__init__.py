@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import FireKey, FireLock, fire_lock_key
+from .base import FireLock
 from .database import DatabaseLock
 
-__all__ = ["DatabaseLock", "FireKey", "FireLock", "fire_lock_key", "make_lock"]
+__all__ = ["DatabaseLock", "FireLock", "make_lock"]
 
 
 def make_lock(

@@ -1,4 +1,4 @@
-"""The claim interface every lock backend implements, and the lock key format.
+"""The claim interface every lock backend implements (keys: :mod:`celery_dbeat.core.fires`).
 
 A claim is advisory: it stops two beats from doing the same work at the same time. The guarantee
 that a fire is recorded once is the database's unique key and compare-and-set, so a backend that
@@ -8,26 +8,23 @@ loses a claim (Redis restarted, key evicted) can cause wasted work but never a s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
-from typing import NamedTuple, Protocol
+from datetime import timedelta
+from typing import Any, Protocol
 
-__all__ = ["FireKey", "FireLock", "fire_lock_key"]
+from ..core.fires import FireKey
 
-
-class FireKey(NamedTuple):
-    """A fire: a schedule id and a slot."""
-
-    schedule_id: int
-    slot: datetime
-
-
-def fire_lock_key(prefix: str, key: FireKey) -> str:
-    """``{prefix}fire:{schedule_id}:{slot as integer microseconds since the epoch}``."""
-    epoch_us = round(key.slot.timestamp() * 1_000_000)
-    return f"{prefix}fire:{key.schedule_id}:{epoch_us}"
+__all__ = ["FireLock"]
 
 
 class FireLock(Protocol):
+    #: The Redis client claims go through (for start-up checks), ``None`` for database claims.
+    client: Any
+
+    @property
+    def degraded(self) -> bool:
+        """True while claims are granted without the backend (Redis unreachable): the
+        database alone arbitrates, as with :class:`DatabaseLock`."""
+
     def claim(self, keys: Iterable[FireKey], ttl: timedelta) -> set[FireKey]:
         """Claim each key for ``ttl``; return the keys this process now holds.
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
+from typing import Any
 
-from .base import FireKey
+from ..core.fires import FireKey
 
 __all__ = ["DatabaseLock"]
 
 
 class DatabaseLock:
+    client: Any = None
+    degraded = False
+
     def claim(self, keys: Iterable[FireKey], ttl: timedelta) -> set[FireKey]:
         return set(keys)
 

@@ -18,8 +18,8 @@ from typing import Any
 from celery.utils.log import get_logger
 
 from ..config import mask_url
+from ..core.fires import FireKey, fire_lock_key
 from ..redis_client import UNAVAILABLE, RedisClient, close_client, create_client, describe_client
-from .base import FireKey, fire_lock_key
 
 __all__ = ["RedisLock"]
 

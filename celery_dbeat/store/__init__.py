@@ -6,6 +6,6 @@ that survive a value the driver cannot convert."""
 from __future__ import annotations
 
 from .database import check_schema, create_engine, migrate
-from .models import Base, Fire, FireStatus, Schedule
+from .models import Base, Fire, Schedule
 
-__all__ = ["Base", "Fire", "FireStatus", "Schedule", "check_schema", "create_engine", "migrate"]
+__all__ = ["Base", "Fire", "Schedule", "check_schema", "create_engine", "migrate"]

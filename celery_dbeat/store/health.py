@@ -5,46 +5,22 @@ success), in one statement whose cost does not grow with the length of the histo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .models import FireStatus, RunStatus
+from ..core.fires import FireStatus, RunStatus
+from ..health import HealthCandidate
 from .queries import F, S
 from .reading import chunked
 
-__all__ = ["HEALTH_WINDOW", "HealthCandidate", "unhealthy_candidates"]
+__all__ = ["HEALTH_WINDOW", "unhealthy_candidates"]
 
 #: How many of a schedule's newest fires the health query looks at.
 HEALTH_WINDOW = 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass(frozen=True)
-class HealthCandidate:
-    """A schedule :func:`unhealthy_candidates` found, with what its newest fires say."""
-
-    name: str
-    task: str
-    enabled: bool
-    finished_at: datetime | None
-    last_error: str | None
-    next_run_at: datetime | None
-    last_slot: datetime | None
-    #: ``not published``, ``failed`` or ``revoked`` when the last ended fire says so, else None.
-    failure: str | None
-    #: When the newest successful run in the window finished.
-    success_at: datetime | None
-    #: Without a success: the oldest slot in the window with a run report.
-    tracked_since: datetime | None
-    #: The last ended fire (its run finished, or it was never published), if any.
-    last_fire_slot: datetime | None = None
-    last_finished_at: datetime | None = None
-    last_fire_error: str | None = None
-    last_task_id: str | None = None
 
 
 def unhealthy_candidates(conn: Connection, window: int = HEALTH_WINDOW) -> list[HealthCandidate]:

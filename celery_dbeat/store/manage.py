@@ -16,10 +16,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
+from ..core.fires import FireStatus, fire_task_id
 from ..definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
 from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
-from ..planning import due_times, fire_task_id
-from .models import FireStatus
+from ..planning import due_times
 from .queries import B, F, S, Store
 from .reading import chunked, read_rows
 

@@ -9,7 +9,6 @@ marks that schedule broken instead of failing the batch it was fetched with.
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 
 from sqlalchemy import (
@@ -27,39 +26,13 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["FINAL_RUN_STATUSES", "Base", "Beat", "Fire", "FireStatus", "RunStatus", "Schedule"]
+__all__ = ["Base", "Beat", "Fire", "Schedule"]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class Base(DeclarativeBase):
     pass
-
-
-class FireStatus(str, enum.Enum):
-    """Outcome of a fire."""
-
-    PENDING = "pending"  #: recorded, not yet published (a live beat publishes it)
-    SENT = "sent"  #: published to the broker
-    SKIPPED = "skipped"  #: missed slots the misfire policy chose not to publish
-    DROPPED = "dropped"  #: missed slots older than the grace window
-    FAILED = "failed"  #: publishing failed for longer than the publish retry window
-    OVERLAP = "overlap"  #: not sent: the previous run was still going (overlap policy ``skip``)
-    BUFFERED = "buffered"  #: held until the previous run finishes (overlap policy ``buffer_one``)
-
-
-class RunStatus(str, enum.Enum):
-    """What the worker hook (:mod:`celery_dbeat.worker`) reported about a sent fire's run."""
-
-    STARTED = "started"
-    RETRIED = "retried"  #: raised Retry; the same task id runs again later
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    REVOKED = "revoked"
-
-
-#: Run states that end a run.
-FINAL_RUN_STATUSES = (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.REVOKED.value)
 
 
 class Schedule(Base):

@@ -1,4 +1,6 @@
-"""The only module that issues SQL (DML). Schema changes live in ``migrations/``.
+"""Beat's SQL: the due query, the batch it claims and records, recovery of unpublished fires,
+heartbeats and the database server's clock. The management writes are ``manage.py``'s, run
+tracking ``runs.py``'s; schema changes live in ``migrations/``.
 
 The scheduler's write path is one transaction per batch of due schedules::
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, cast
 
@@ -23,8 +24,9 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
+from ..core.fires import FireStatus, PublishRequest, ScheduleRow, Transition
 from .database import IDLE_IN_TRANSACTION, create_engine
-from .models import Beat, Fire, FireStatus, Schedule
+from .models import Beat, Fire, Schedule
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
 
 __all__ = [
@@ -32,13 +34,9 @@ __all__ = [
     "B",
     "DueBatch",
     "F",
-    "NewFire",
     "Peek",
-    "PublishRequest",
     "S",
-    "ScheduleRow",
     "Store",
-    "Transition",
 ]
 
 logger = get_logger(__name__)
@@ -124,114 +122,6 @@ _PLAN_COLUMNS = [
         "updated_at",
     )
 ]
-
-
-@dataclass(frozen=True)
-class ScheduleRow:
-    """A schedule as read for planning; JSON columns are still text."""
-
-    id: int
-    name: str
-    task: str
-    args: str
-    kwargs: str
-    options: str
-    kind: str
-    cron: str | None
-    timezone: str | None
-    every: float | None
-    run_at: datetime | None
-    anchor_at: datetime | None
-    dst_gap: str | None
-    dst_fold: str | None
-    cron_days: str | None
-    start_at: datetime | None
-    end_at: datetime | None
-    max_runs: int | None
-    run_count: int
-    misfire_policy: str | None
-    misfire_grace: float | None
-    catchup_limit: int | None
-    next_run_at: datetime | None
-    last_slot: datetime | None
-    jitter: float | None
-    version: int
-    created_at: datetime
-    #: Solar spec fields, defaulted so that rows of the other kinds can be built without them.
-    solar_event: str | None = None
-    latitude: float | None = None
-    longitude: float | None = None
-    #: Overlap policy (``allow``, ``skip``, ``buffer_one``; NULL is ``allow``) and the longest a
-    #: run may take before it counts as lost (NULL: ``dbeat_max_run_time``).
-    overlap_policy: str | None = None
-    max_run_time: float | None = None
-    #: The last edit, pause or resume: slots due before it were not due as the row is now.
-    updated_at: datetime | None = None
-    #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
-    #: timestamps as text: a hand-written '2024-05-06 09:30:00' must match itself, not its
-    #: re-formatted '...09:30:00.000000'.
-    next_run_at_text: str | None = field(default=None, compare=False)
-
-    @classmethod
-    def from_row(cls, row: Row[Any]) -> ScheduleRow:
-        return cls(**row._asdict())
-
-
-@dataclass(frozen=True)
-class NewFire:
-    slot: datetime
-    status: FireStatus
-    task_id: str | None = None
-    slot_count: int = 1
-    first_slot: datetime | None = None
-
-
-@dataclass
-class Transition:
-    """What one tick decided for one schedule; applied only if the row is unchanged."""
-
-    schedule: ScheduleRow
-    next_run_at: datetime | None
-    #: When the fire of ``next_run_at`` is due: the slot itself, or later with jitter.
-    due_at: datetime | None = None
-    fires: list[NewFire] = field(default_factory=list)
-    last_slot: datetime | None = None
-    runs_added: int = 0
-    finished: bool = False
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class PublishRequest:
-    """A recorded fire that must reach the broker, with what to send."""
-
-    task_id: str
-    schedule_id: int
-    schedule_name: str
-    slot: datetime
-    task: str
-    args: str
-    kwargs: str
-    options: str
-    attempts: int = 0
-    #: A "run now" fire (a trigger), not a slot.
-    manual: bool = False
-
-    @classmethod
-    def from_row(cls, r: Any) -> PublishRequest:
-        """From a row of :data:`PUBLISH_COLUMNS` (a recorded fire joined with its schedule)."""
-        return cls(
-            r.task_id,
-            r.schedule_id,
-            r.name,
-            r.slot,
-            r.task,
-            r.args,
-            r.kwargs,
-            r.options,
-            r.attempts,
-            bool(r.manual),
-        )
 
 
 #: What a recorded fire needs to be published: its row joined with its schedule's payload.

@@ -22,9 +22,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..overlap import OverlapPolicy, RunState
-from .models import FINAL_RUN_STATUSES, FireStatus, RunStatus
-from .queries import PUBLISH_COLUMNS, F, PublishRequest, S, ScheduleRow, Store
+from .queries import PUBLISH_COLUMNS, F, S, Store
 
 __all__ = [
     "RejectedRun",

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
+from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, record_runs
 from celery_dbeat.ticker import Ticker

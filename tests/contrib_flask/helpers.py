@@ -21,8 +21,8 @@ from flask_admin import Admin
 from celery_dbeat.api import Schedules
 from celery_dbeat.config import Settings
 from celery_dbeat.contrib.flask import AdminViews, init_admin
+from celery_dbeat.core.fires import PublishRequest
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.store.queries import PublishRequest
 from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc

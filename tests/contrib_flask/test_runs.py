@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from celery_dbeat import Cron
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
+from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.store import Fire
-from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.runs import RunEvent, record_runs
 from tests.contrib_flask.helpers import (
     START,

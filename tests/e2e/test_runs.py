@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 
-from celery_dbeat.planning import fire_task_id
+from celery_dbeat.core.fires import fire_task_id
 from celery_dbeat.store.models import Fire, Schedule
 from tests.e2e.harness import Harness, cron, every
 

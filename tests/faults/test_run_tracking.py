@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import sqlalchemy as sa
 
+from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.store import Fire, migrate
 from celery_dbeat.store.database import create_engine
-from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.runs import RunEvent
 from celery_dbeat.worker import RunRecorder
 from tests.proxy import Proxy

@@ -26,12 +26,13 @@ from hypothesis.control import currently_in_test_context
 from sqlalchemy.engine import Engine
 
 from celery_dbeat.config import Settings
+from celery_dbeat.core.fires import PublishRequest, ScheduleRow, fire_task_id
 from celery_dbeat.definitions import FORM_FIELDS
 from celery_dbeat.errors import ValidationError, shown
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store.queries import PublishRequest, S, ScheduleRow, Store
+from celery_dbeat.planning import plan
+from celery_dbeat.store.queries import S, Store
 from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc

@@ -21,11 +21,12 @@ from sqlalchemy.engine import Row
 
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
+from celery_dbeat.core.fires import PublishRequest
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.store import Fire, Schedule, migrate
 from celery_dbeat.store.manage import SyncReport, sync_config
-from celery_dbeat.store.queries import PublishRequest, Store
+from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc

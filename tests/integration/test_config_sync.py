@@ -23,9 +23,9 @@ from celery.schedules import crontab, schedule
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.beat_schedule import definitions_from_app
 from celery_dbeat.clock import FixedClock
+from celery_dbeat.core.fires import fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import ConfigurationError
-from celery_dbeat.planning import fire_task_id
 from celery_dbeat.store.manage import SyncReport, sync_config
 from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker

@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 import redis
 
-from celery_dbeat.locks import FireKey, fire_lock_key
+from celery_dbeat.core.fires import FireKey, fire_lock_key
 from celery_dbeat.locks.redis import RedisLock
 from tests.integration.conftest import START, LockBackend
 

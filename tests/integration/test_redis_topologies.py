@@ -29,8 +29,8 @@ import redis
 from celery_dbeat.api import Schedules
 from celery_dbeat.checks import Level, run_checks
 from celery_dbeat.config import Settings, mask_url
+from celery_dbeat.core.fires import FireKey, fire_lock_key
 from celery_dbeat.errors import ConfigurationError
-from celery_dbeat.locks import FireKey, fire_lock_key
 from celery_dbeat.locks.redis import RedisLock
 from celery_dbeat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.redis_client import create_client, describe_client

@@ -18,10 +18,9 @@ import pytest
 import sqlalchemy as sa
 
 from celery_dbeat.clock import FixedClock
+from celery_dbeat.core.fires import RunStatus, fire_task_id
 from celery_dbeat.definitions import Definition
-from celery_dbeat.planning import fire_task_id
 from celery_dbeat.specs import Cron
-from celery_dbeat.store.models import RunStatus
 from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
 from celery_dbeat.ticker import Ticker

@@ -19,11 +19,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from celery_dbeat import Cron
+from celery_dbeat.core.fires import FireStatus, fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import SchemaVersionError
 from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store import FireStatus, check_schema, create_engine, migrate
+from celery_dbeat.planning import plan
+from celery_dbeat.store import check_schema, create_engine, migrate
 from celery_dbeat.store.database import VERSION_TABLE
 from celery_dbeat.store.queries import Store
 from tests.integration.conftest import F, Schedules, at

@@ -22,11 +22,12 @@ import sqlalchemy as sa
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
+from celery_dbeat.core.fires import FireKey, fire_lock_key, fire_task_id
 from celery_dbeat.definitions import Definition
-from celery_dbeat.locks import DatabaseLock, FireKey, FireLock, fire_lock_key
+from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.locks.redis import RedisLock
 from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
+from celery_dbeat.planning import plan
 from celery_dbeat.store import migrate
 from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker

@@ -21,12 +21,12 @@ import sqlalchemy as sa
 
 from celery_dbeat import Cron, Every, Once, api
 from celery_dbeat.clock import FixedClock
+from celery_dbeat.core.fires import PublishRequest, fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.planning import fire_task_id
 from celery_dbeat.store import migrate
 from celery_dbeat.store.database import create_engine
-from celery_dbeat.store.queries import PublishRequest, Store
+from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker
 from celery_dbeat.timing.jitter import fire_at
 from tests.integration.conftest import (

@@ -16,10 +16,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
 from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store.models import FireStatus
-from celery_dbeat.store.queries import NewFire
+from celery_dbeat.planning import plan
 from celery_dbeat.timing.jitter import fire_at
 from tests.unit.test_planning import at, row
 

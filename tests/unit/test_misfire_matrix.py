@@ -24,10 +24,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store.models import FireStatus
-from celery_dbeat.store.queries import NewFire, ScheduleRow
+from celery_dbeat.planning import plan
 from tests.unit.test_planning import UTC, at, row
 
 PENDING, SKIPPED, DROPPED = FireStatus.PENDING, FireStatus.SKIPPED, FireStatus.DROPPED

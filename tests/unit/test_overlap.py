@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
 from celery_dbeat.overlap import OverlapPolicy, RunState, split_for_overlap
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store.models import FireStatus
-from celery_dbeat.store.queries import NewFire
+from celery_dbeat.planning import plan
 from tests.unit.test_planning import at, row
 
 IDLE = RunState()

@@ -9,10 +9,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
-from celery_dbeat.planning import fire_task_id, plan
-from celery_dbeat.store.models import FireStatus
-from celery_dbeat.store.queries import NewFire, ScheduleRow
+from celery_dbeat.planning import plan
 
 UTC = timezone.utc
 PENDING, SKIPPED, DROPPED = FireStatus.PENDING, FireStatus.SKIPPED, FireStatus.DROPPED

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from celery_dbeat.store.models import FireStatus, RunStatus
+from ...core.fires import FireStatus, RunStatus
 
 __all__ = [
     "RunStatusFilter",

@@ -8,9 +8,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+from ...core.fires import FireStatus
 from ...definitions import SPEC_COLUMNS
 from ...specs import spec_from_fields
-from ...store.models import Fire, FireStatus, Schedule
+from ...store.models import Fire, Schedule
 
 __all__ = [
     "STATES",

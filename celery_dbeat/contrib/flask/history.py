@@ -11,7 +11,8 @@ from flask import g, url_for
 from flask_admin.contrib.sqla import filters as sqla_filters
 from markupsafe import Markup
 
-from ...store.models import Fire, FireStatus, RunStatus, Schedule
+from ...core.fires import FireStatus, RunStatus
+from ...store.models import Fire, Schedule
 from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge
 from .display import duration, fire_outcome, run_time
 
