@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from .clock import Clock, SystemClock
 from .config import Settings
+from .core.states import schedule_state
 from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
 from .errors import ValidationError
 from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
@@ -129,12 +130,8 @@ class ScheduleInfo:
 
     @property
     def state(self) -> str:
-        """``active``, ``paused``, ``finished`` or ``error``."""
-        if self.finished_at is not None:
-            return "finished"
-        if self.last_error is not None:
-            return "error"
-        return "active" if self.enabled else "paused"
+        """``active``, ``paused``, ``finished`` or ``error`` (:mod:`celery_dbeat.core.states`)."""
+        return schedule_state(self)
 
     @property
     def next_run(self) -> datetime | None:

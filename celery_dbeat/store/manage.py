@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from ..core.fires import FireStatus, fire_task_id
+from ..core.states import OTHERWISE, RULE, STATES
 from ..definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
 from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
 from ..planning import due_times
@@ -452,16 +453,20 @@ def failing_schedules(conn: Connection) -> list[Row[Any]]:
     return read_rows(conn, sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name))[0]
 
 
+def state_expression(table: sa.Table = S) -> sa.ColumnElement[str]:
+    """A schedule's state in SQL, from :data:`celery_dbeat.core.states.RULE`."""
+    whens = [
+        (table.c[column] == sa.true() if test == "true" else table.c[column].is_not(None), state)
+        for state, column, test in RULE
+    ]
+    return sa.case(*whens, else_=OTHERWISE)
+
+
 def state_counts(conn: Connection) -> dict[str, int]:
     """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
-    state = sa.case(
-        (S.c.finished_at.is_not(None), "finished"),
-        (S.c.last_error.is_not(None), "error"),
-        (S.c.enabled == sa.true(), "active"),
-        else_="paused",
-    ).label("state")
+    state = state_expression().label("state")
     rows = conn.execute(sa.select(state, sa.func.count()).group_by(state))
-    counts = dict.fromkeys(("active", "paused", "finished", "error"), 0)
+    counts = dict.fromkeys(STATES, 0)
     counts.update({name: int(n) for name, n in rows})
     return counts
 

@@ -9,11 +9,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Case, CharField, Q, QuerySet, Value, When
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from ...core.fires import FireStatus, RunStatus
+from ...core.states import OTHERWISE, RULE, STATES
 
 __all__ = [
     "RunStatusFilter",
@@ -54,17 +55,18 @@ class StateFilter(admin.SimpleListFilter):
     parameter_name = "state"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(s, s) for s in ("active", "paused", "finished", "error")]
+        return [(s, s) for s in STATES]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        running = queryset.filter(finished_at__isnull=True)
-        if self.value() == "finished":
-            return queryset.filter(finished_at__isnull=False)
-        if self.value() == "error":
-            return running.filter(last_error__isnull=False)
-        if self.value() in ("active", "paused"):
-            return running.filter(last_error__isnull=True, enabled=self.value() == "active")
-        return queryset
+        if self.value() not in STATES:
+            return queryset
+        whens = [
+            When(Q(**{column: True} if test == "true" else {f"{column}__isnull": False}),
+                 then=Value(state))
+            for state, column, test in RULE
+        ]  # fmt: skip
+        state = Case(*whens, default=Value(OTHERWISE), output_field=CharField())
+        return queryset.annotate(dbeat_state=state).filter(dbeat_state=self.value())
 
 
 class StatusFilter(admin.SimpleListFilter):

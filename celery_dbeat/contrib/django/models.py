@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from django.db import models
 
+from ...core.states import schedule_state
 from .fields import UTCDateTimeField
 
 __all__ = ["Beat", "Fire", "ReadOnlyError", "Schedule"]
@@ -97,12 +98,8 @@ class Schedule(ReadOnlyModel):
 
     @property
     def state(self) -> str:
-        """``active``, ``paused``, ``finished`` or ``error``, as ``ScheduleInfo.state``."""
-        if self.finished_at is not None:
-            return "finished"
-        if self.last_error is not None:
-            return "error"
-        return "active" if self.enabled else "paused"
+        """``active``, ``paused``, ``finished`` or ``error`` (:mod:`celery_dbeat.core.states`)."""
+        return schedule_state(self)
 
 
 class Fire(ReadOnlyModel):

@@ -14,7 +14,6 @@ from ...specs import spec_from_fields
 from ...store.models import Fire, Schedule
 
 __all__ = [
-    "STATES",
     "duration",
     "fire_outcome",
     "instant",
@@ -22,12 +21,10 @@ __all__ = [
     "next_run",
     "overlap_summary",
     "run_time",
-    "schedule_state",
     "spec_summary",
 ]
 
 #: A schedule's state, as ``celery_dbeat.api.ScheduleInfo.state`` computes it.
-STATES = ("active", "paused", "finished", "error")
 
 
 def instant(value: datetime | None) -> str:
@@ -97,15 +94,6 @@ def overlap_summary(row: Schedule) -> str:
     if row.max_run_time is None:
         return f"{policy} (runs lost after dbeat_max_run_time)"
     return f"{policy} (runs lost after {duration(timedelta(seconds=row.max_run_time))})"
-
-
-def schedule_state(row: Schedule) -> str:
-    """``finished``, ``error``, ``active`` or ``paused`` (first that applies)."""
-    if row.finished_at is not None:
-        return "finished"
-    if row.last_error is not None:
-        return "error"
-    return "active" if row.enabled else "paused"
 
 
 def run_time(fire: Fire) -> timedelta | None:

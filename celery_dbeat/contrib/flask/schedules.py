@@ -5,7 +5,7 @@ run-now bulk actions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, TypeAlias, cast
 
 import sqlalchemy as sa
 from flask import flash, url_for
@@ -14,20 +14,19 @@ from flask_admin.helpers import get_form_data
 from markupsafe import Markup
 
 from ...api import Schedules
+from ...core.states import STATES, schedule_state
 from ...definitions import definition_from_form
 from ...errors import DBeatError, ScheduleExists, ValidationError
 from ...overlap import OverlapPolicy
-from ...store.manage import CONFIG_ORIGIN
+from ...store.manage import CONFIG_ORIGIN, state_expression
 from ...store.models import Schedule
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
 from .display import (
-    STATES,
     duration,
     instant,
     local_instant,
     next_run,
     overlap_summary,
-    schedule_state,
     spec_summary,
 )
 from .forms import KINDS, ScheduleForm, field_of, form_data, form_values, schedule_form_rules
@@ -54,15 +53,7 @@ class StateFilter(sqla_filters.BaseSQLAFilter):
         return value in STATES
 
     def apply(self, query: Any, value: str, alias: Any = None) -> Any:
-        unfinished = Schedule.finished_at.is_(None)
-        healthy = sa.and_(unfinished, Schedule.last_error.is_(None))
-        clause = {
-            "finished": Schedule.finished_at.is_not(None),
-            "error": sa.and_(unfinished, Schedule.last_error.is_not(None)),
-            "active": sa.and_(healthy, Schedule.enabled == sa.true()),
-            "paused": sa.and_(healthy, Schedule.enabled == sa.false()),
-        }[value]
-        return query.filter(clause)
+        return query.filter(state_expression(cast(sa.Table, Schedule.__table__)) == value)
 
     def operation(self) -> str:
         return "is"

@@ -1,0 +1,32 @@
+"""A schedule's state, defined once: ``finished``, ``error``, ``active`` or ``paused``.
+
+The rule is a table, so that every surface derives its form from it: Python objects
+(:func:`schedule_state`), SQLAlchemy (``store.manage.state_expression``) and the Django ORM (the
+admin's state filter) each read :data:`RULE` rather than spelling the order out again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["OTHERWISE", "RULE", "STATES", "schedule_state"]
+
+#: In order, the first rule that holds names the state: ``(state, column, test)``, where the test
+#: is ``"set"`` (not NULL) or ``"true"`` (a flag that is on).
+RULE: tuple[tuple[str, str, str], ...] = (
+    ("finished", "finished_at", "set"),
+    ("error", "last_error", "set"),
+    ("active", "enabled", "true"),
+)
+#: The state when no rule holds.
+OTHERWISE = "paused"
+STATES = ("active", "paused", "finished", "error")
+
+
+def schedule_state(row: Any) -> str:
+    """The state of anything with the rule's columns as attributes (a row, a model, an info)."""
+    for state, column, test in RULE:
+        value = getattr(row, column)
+        if (value is True) if test == "true" else (value is not None):
+            return state
+    return OTHERWISE
