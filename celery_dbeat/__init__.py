@@ -12,7 +12,6 @@ from .errors import (
     DBeatError,
     ScheduleNotFound,
     SchemaVersionError,
-    StoreUnavailable,
     ValidationError,
 )
 from .specs import Cron, Every, Once, Solar
@@ -30,7 +29,6 @@ __all__ = [
     "Scheduler",
     "SchemaVersionError",
     "Solar",
-    "StoreUnavailable",
     "ValidationError",
     "__version__",
 ]

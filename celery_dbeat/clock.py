@@ -7,10 +7,11 @@ time. All instants are timezone-aware UTC.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
 
-__all__ = ["Clock", "FixedClock", "SharedClock", "SystemClock", "utc"]
+__all__ = ["Clock", "FixedClock", "Outage", "SharedClock", "SystemClock", "utc"]
 
 utc = timezone.utc
 #: How fast a host's monotonic clock may drift from true time (100 ppm, a poor crystal).
@@ -111,3 +112,57 @@ class SharedClock:
 
     def monotonic(self) -> float:
         return self.local.monotonic()
+
+
+class Outage:
+    """Whether a dependency (the database, Redis, the broker of notifications) is down, as one
+    small state machine on a monotonic clock: up; or down since an instant, tried again after a
+    backoff that doubles from ``first`` to ``longest`` seconds (constant when they are equal).
+
+    The caller logs the edges: :meth:`failed` says whether this failure began an outage,
+    :meth:`recovered` how long the outage lasted.
+    """
+
+    def __init__(
+        self,
+        *,
+        first: float = 1.0,
+        longest: float = 30.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.first, self.longest = first, longest
+        self._monotonic = monotonic
+        self.down_since: float | None = None
+        self.backoff = first
+        self.retry_at = 0.0
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def may_try(self) -> bool:
+        """Up, or down and its backoff is over."""
+        return self.down_since is None or self._monotonic() >= self.retry_at
+
+    def wait(self) -> float:
+        """Seconds until the next try (0 when up or due)."""
+        return 0.0 if self.down_since is None else max(self.retry_at - self._monotonic(), 0.0)
+
+    def failed(self) -> bool:
+        """A try failed: back off. True if this began the outage."""
+        now = self._monotonic()
+        began = self.down_since is None
+        if began:
+            self.down_since = now
+        else:
+            self.backoff = min(self.backoff * 2, self.longest)
+        self.retry_at = now + self.backoff
+        return began
+
+    def recovered(self) -> float | None:
+        """A try worked: up again. How long it was down, or None if it was not."""
+        if self.down_since is None:
+            return None
+        took = self._monotonic() - self.down_since
+        self.down_since, self.backoff, self.retry_at = None, self.first, 0.0
+        return took

@@ -7,8 +7,10 @@
     ├── ValidationError            a schedule field has a bad value (names the field)
     ├── ScheduleNotFound           no schedule has that name
     ├── ScheduleExists             a schedule with that name exists already
-    ├── SchemaVersionError         the database schema is missing, newer or unknown
-    └── StoreUnavailable           the database cannot be reached right now
+    └── SchemaVersionError         the database schema is missing, newer or unknown
+
+A database that cannot be reached surfaces as SQLAlchemy's own ``OperationalError``: beat retries
+it, the CLI says so in one line (exit 4).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ __all__ = [
     "ScheduleExists",
     "ScheduleNotFound",
     "SchemaVersionError",
-    "StoreUnavailable",
     "ValidationError",
 ]
 
@@ -98,7 +99,3 @@ class ScheduleExists(DBeatError):
 
 class SchemaVersionError(DBeatError):
     """The database schema is not the one this version of celery-dbeat knows."""
-
-
-class StoreUnavailable(DBeatError):
-    """The schedule database cannot be reached; the operation may be retried."""

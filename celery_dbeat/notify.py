@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 from sqlalchemy.engine import Engine
 
+from .clock import Outage
 from .config import mask_url
 
 __all__ = [
@@ -86,10 +87,10 @@ class ChangeNotifier:
         self._options = options
         self.client: Any = _first_client(target, options) if self._owns else target
         self.channel = channel_name(prefix)
-        self._quiet_until = 0.0
+        self._redis = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
 
     def notify(self) -> None:
-        if time.monotonic() < self._quiet_until:
+        if not self._redis.may_try():
             return
         try:
             if self.client is None:
@@ -97,8 +98,10 @@ class ChangeNotifier:
             # Classic PUBLISH: a cluster forwards it to every node, wherever beats subscribed.
             self.client.publish(self.channel, b"1")
         except Exception as exc:  # beats fall back to polling
-            self._quiet_until = time.monotonic() + _RETRY_SUBSCRIBE
+            self._redis.failed()
             logger.debug("dbeat: change notification not sent: %s", exc)
+        else:
+            self._redis.recovered()
 
     def close(self) -> None:
         if self._owns and self.client is not None:
@@ -118,8 +121,7 @@ class ChangeListener:
         self._closed = False
         self.client: Any = _first_client(url, options)
         self._pubsub: Any = None
-        self._retry_at = 0.0
-        self._down = False
+        self._redis = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; return True if woken by a change."""
@@ -155,7 +157,7 @@ class ChangeListener:
     def _subscribed(self) -> Any:
         if self._pubsub is not None:
             return self._pubsub
-        if time.monotonic() < self._retry_at:
+        if not self._redis.may_try():
             return None
         try:
             if self.client is None:
@@ -165,9 +167,8 @@ class ChangeListener:
         except Exception as exc:
             self._lost(exc)
             return None
-        if self._down:
+        if self._redis.recovered() is not None:
             logger.warning("dbeat: change notifications from %s resumed", mask_url(self.url))
-            self._down = False
         self._pubsub = pubsub
         return pubsub
 
@@ -176,15 +177,13 @@ class ChangeListener:
             pass
 
     def _lost(self, exc: Exception) -> None:
-        if not self._down:
+        if self._redis.failed():
             logger.warning(
                 "dbeat: change notifications from %s unavailable (%s); polling every tick",
                 mask_url(self.url),
                 exc,
             )
-            self._down = True
         self._pubsub = None
-        self._retry_at = time.monotonic() + _RETRY_SUBSCRIBE
 
 
 def notifies_through_database(engine: Engine) -> bool:
@@ -199,18 +198,20 @@ class DatabaseNotifier:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._quiet_until = 0.0
+        self._database = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
 
     def notify(self) -> None:
-        if time.monotonic() < self._quiet_until:
+        if not self._database.may_try():
             return
         try:
             with self.engine.connect() as conn:
                 conn.execute(sa.select(sa.func.pg_notify(PG_CHANNEL, "")))
                 conn.commit()
         except Exception as exc:  # beats fall back to polling
-            self._quiet_until = time.monotonic() + _RETRY_SUBSCRIBE
+            self._database.failed()
             logger.debug("dbeat: change notification not sent: %s", exc)
+        else:
+            self._database.recovered()
 
     def close(self) -> None:
         pass
@@ -224,8 +225,7 @@ class DatabaseListener:
         self.engine = engine
         self._raw: Any = None
         self._closed = False
-        self._retry_at = 0.0
-        self._down = False
+        self._database = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; return True if woken by a change."""
@@ -255,7 +255,7 @@ class DatabaseListener:
     def _listening(self) -> Any:
         if self._raw is not None:
             return self._raw.driver_connection
-        if self._closed or time.monotonic() < self._retry_at:
+        if self._closed or not self._database.may_try():
             return None
         try:
             # From the engine, so that its connect arguments (TLS files, ...) apply; never
@@ -267,9 +267,8 @@ class DatabaseListener:
         except Exception as exc:
             self._lost(exc)
             return None
-        if self._down:
+        if self._database.recovered() is not None:
             logger.warning("dbeat: change notifications from the database resumed")
-            self._down = False
         return connection
 
     def _drop(self) -> None:
@@ -279,12 +278,10 @@ class DatabaseListener:
             self._raw = None
 
     def _lost(self, exc: Exception) -> None:
-        if not self._down:
+        if self._database.failed():
             logger.warning(
                 "dbeat: change notifications from the database unavailable (%s); polling "
                 "every tick",
                 exc,
             )
-            self._down = True
         self._drop()
-        self._retry_at = time.monotonic() + _RETRY_SUBSCRIBE

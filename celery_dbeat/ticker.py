@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 
 from . import __version__
-from .clock import Clock, SharedClock
+from .clock import Clock, Outage, SharedClock
 from .config import Settings
 from .core.fires import FireKey, FireStatus, PublishRequest, Transition
 from .locks import FireLock
@@ -103,9 +103,7 @@ class Ticker:
         self._last_prune: float | None = None
         self._ahead: _PublishAhead | None = None
         self._successes_since = clock.now() - _SUCCESS_LOOKBACK
-        self._db_down_since: float | None = None
-        self._db_retry_at = 0.0
-        self._db_backoff = 1.0
+        self._database = Outage(longest=_MAX_OUTAGE_BACKOFF, monotonic=clock.monotonic)
         self._broken: dict[int, str] = {}
         self._skewed = False
         #: When this beat's current stretch of ticking began (on the shared clock); ``None``
@@ -141,8 +139,8 @@ class Ticker:
             # Away far longer than any sleep it asked for (paused, suspended): this beat was
             # not watching meanwhile, so what came due then is missed unless another beat ran.
             self._up_since = None
-        if self._db_down_since is not None and mono < self._db_retry_at:
-            return min(self._db_retry_at - mono, max_sleep)
+        if not self._database.may_try():
+            return min(self._database.wait(), max_sleep)
         try:
             if not self.clock.synced and self.store.has_server_clock:
                 self._read_clock()
@@ -464,23 +462,14 @@ class Ticker:
 
     def _database_outage(self, exc: Exception) -> float:
         self._up_since = None  # not working meanwhile: see _tick
-        mono = self.clock.monotonic()
-        if self._db_down_since is None:
-            self._db_down_since = mono
+        if self._database.failed():
             logger.error("dbeat: schedule database unreachable, retrying: %s", _short(exc))
-        else:
-            self._db_backoff = min(self._db_backoff * 2, _MAX_OUTAGE_BACKOFF)
-        self._db_retry_at = mono + self._db_backoff
-        return min(self._db_backoff, self.settings.max_interval.total_seconds())
+        return min(self._database.backoff, self.settings.max_interval.total_seconds())
 
     def _database_recovered(self) -> None:
-        if self._db_down_since is not None:
-            logger.warning(
-                "dbeat: schedule database reachable again after %.1f s",
-                self.clock.monotonic() - self._db_down_since,
-            )
-            self._db_down_since = None
-            self._db_backoff = 1.0
+        took = self._database.recovered()
+        if took is not None:
+            logger.warning("dbeat: schedule database reachable again after %.1f s", took)
 
 
 def log_fire(

@@ -30,6 +30,7 @@ from typing import Any
 from celery import signals
 from celery.utils.log import get_logger
 
+from .clock import Outage
 from .config import Settings, mask_url
 from .core.fires import RunStatus
 from .store.database import create_engine
@@ -77,7 +78,9 @@ class RunRecorder:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = False
-        self._down_since: float | None = None
+        #: The database, for the log lines at either end of an outage (the thread retries on
+        #: its own interval, so no backoff is taken from it).
+        self._database = Outage()
         self._thread = threading.Thread(target=self._run, name="dbeat-runs", daemon=True)
         self._thread.start()
 
@@ -111,8 +114,7 @@ class RunRecorder:
                 kept = batch[-room:] if room > 0 else []
                 self.dropped += len(batch) - len(kept)
                 self._events.extendleft(reversed(kept))
-            if self._down_since is None:
-                self._down_since = time.monotonic()
+            if self._database.failed():
                 logger.warning(
                     "dbeat: cannot record task runs in %s, keeping them to retry: %s",
                     mask_url(self.database_url),
@@ -127,12 +129,9 @@ class RunRecorder:
                 mask_url(self.database_url),
                 _first_line(run.error),
             )
-        if self._down_since is not None:
-            logger.warning(
-                "dbeat: recording task runs again after %.1f s",
-                time.monotonic() - self._down_since,
-            )
-            self._down_since = None
+        took = self._database.recovered()
+        if took is not None:
+            logger.warning("dbeat: recording task runs again after %.1f s", took)
         return True
 
     def close(self, timeout: float = 2.0) -> None:

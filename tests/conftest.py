@@ -28,6 +28,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("processes"))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # On an xdist worker under --dist loadgroup, xdist has now suffixed each grouped test's id
+    # with its group. A pytest/xdist pair that no longer does (pytest 9.2 with xdist 3.8) would
+    # silently run celery processes on both workers at once: refuse instead.
+    if not session.config.getvalue("loadgroup"):
+        return
+    ungrouped = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("e2e") is not None and not item.nodeid.endswith("@processes")
+    ]
+    if ungrouped:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {ungrouped[0]} (and {len(ungrouped) - 1} more) with the "
+            "other real-process tests: this pytest and pytest-xdist do not honour xdist_group"
+        )
+
+
 @pytest.fixture(params=DATABASES)
 def database_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -23,7 +23,6 @@ from ..errors import (
     ScheduleExists,
     ScheduleNotFound,
     SchemaVersionError,
-    StoreUnavailable,
     ValidationError,
 )
 from ..formats import iso, seconds_text
@@ -86,7 +85,7 @@ def translate(exc: Exception, database: str | None = None) -> CommandError | Non
         return NotFound(str(exc))
     if isinstance(exc, ScheduleExists):
         return CommandError(f"{exc}; use `dbeat update` to change it")
-    if isinstance(exc, (SchemaVersionError, StoreUnavailable)):
+    if isinstance(exc, SchemaVersionError):
         return DatabaseProblem(f"schedule database {database}: {exc}")
     if isinstance(exc, (ConfigurationError, DBeatError)):
         return CommandError(str(exc))

@@ -10,13 +10,13 @@ Redis with backoff; nothing is lost or doubled, beats just do more redundant wor
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from celery.utils.log import get_logger
 
+from ..clock import Outage
 from ..config import mask_url
 from ..core.fires import FireKey, fire_lock_key
 from ..redis_client import UNAVAILABLE, RedisClient, close_client, create_client, describe_client
@@ -53,9 +53,7 @@ class RedisLock:
     ) -> None:
         self.prefix = prefix
         self.owner = owner
-        self._down_since: float | None = None
-        self._retry_at = 0.0
-        self._backoff = 1.0
+        self._redis = Outage(longest=_MAX_BACKOFF)
         self.client: RedisClient | None
         if isinstance(client, str):
             self._url, self._options, self._owns_client = client, dict(options or {}), True
@@ -74,13 +72,13 @@ class RedisLock:
     @property
     def degraded(self) -> bool:
         """True while Redis is unreachable and claims fall back to the database."""
-        return self._down_since is not None
+        return self._redis.down
 
     def claim(self, keys: Iterable[FireKey], ttl: timedelta) -> set[FireKey]:
         keys = list(keys)
         if not keys:
             return set()
-        if self._down_since is not None and time.monotonic() < self._retry_at:
+        if not self._redis.may_try():
             return set(keys)
         px = max(int(ttl.total_seconds() * 1000), 1)
         try:
@@ -96,7 +94,7 @@ class RedisLock:
 
     def release(self, keys: Iterable[FireKey]) -> None:
         keys = list(keys)
-        if not keys or self._down_since is not None:
+        if not keys or self._redis.down:
             return
         try:
             pipe = self._connect().pipeline(transaction=False)
@@ -125,24 +123,17 @@ class RedisLock:
         return self.client
 
     def _outage(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if self._down_since is None:
-            self._down_since = now
+        if self._redis.failed():
             logger.warning(
                 "dbeat: Redis unreachable at %s (%s); claiming fires through the database "
                 "until it is back",
                 mask_url(self._url),
                 exc,
             )
-        else:
-            self._backoff = min(self._backoff * 2, _MAX_BACKOFF)
-        self._retry_at = now + self._backoff
 
     def _recovered(self) -> None:
-        if self._down_since is not None:
+        took = self._redis.recovered()
+        if took is not None:
             logger.warning(
-                "dbeat: Redis reachable again after %.1f s; per-fire locks resumed",
-                time.monotonic() - self._down_since,
+                "dbeat: Redis reachable again after %.1f s; per-fire locks resumed", took
             )
-            self._down_since = None
-            self._backoff = 1.0

@@ -87,7 +87,7 @@ def test_a_lost_listen_connection_falls_back_to_polling_then_listens_again(
 
     assert listener.wait(0.5) is False  # the dead connection: polling from now on
     assert listener.wait(0.05) is False  # (no reconnection attempt yet)
-    listener._retry_at = 0.0  # instead of waiting the 30 s before the next attempt
+    listener._database.retry_at = 0.0  # instead of waiting the 30 s before the next attempt
     assert listener.wait(0.05) is False  # LISTENs again
     DatabaseNotifier(postgres_store.engine).notify()
     woken = listener.wait(5)

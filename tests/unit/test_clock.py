@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from celery_dbeat.clock import MONOTONIC_DRIFT, SharedClock
+from celery_dbeat.clock import MONOTONIC_DRIFT, FixedClock, Outage, SharedClock
 
 UTC = timezone.utc
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -81,3 +81,25 @@ def test_an_aged_reading_is_replaced_by_a_less_precise_new_one() -> None:
     stepped = SERVER + timedelta(hours=1)
     clock.observe(stepped, sent=host.mono - 0.01, received=host.mono + 0.01)
     assert clock.now() == stepped
+
+
+def test_an_outage_backs_off_doubling_to_its_longest_and_resets_when_recovered() -> None:
+    clock = FixedClock(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    outage = Outage(first=1.0, longest=4.0, monotonic=clock.monotonic)
+
+    assert (outage.down, outage.may_try(), outage.wait()) == (False, True, 0.0)
+    began = outage.failed()
+    waits = [outage.wait()]
+    again = [outage.failed() for _ in range(3)]
+    waits.append(outage.wait())
+    early = outage.may_try()
+    clock.advance(timedelta(seconds=4))
+    due = outage.may_try()
+    clock.advance(timedelta(seconds=6))
+    took = outage.recovered()
+
+    assert (began, again) == (True, [False, False, False])
+    assert waits == [1.0, 4.0]  # 1, 2, 4, then capped at 4
+    assert (early, due) == (False, True)
+    assert took == 10.0
+    assert (outage.down, outage.backoff, outage.recovered()) == (False, 1.0, None)
