@@ -42,6 +42,7 @@ from .misfire import watched_since
 from .overlap import IDLE
 from .planning import plan
 from .store import runs
+from .store.database import is_conflict
 from .store.manage import count_due
 from .store.queries import Store
 from .validation import parse_args, parse_kwargs, parse_options
@@ -166,7 +167,7 @@ class Ticker:
             )
             return max_sleep
         except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
-            if _is_conflict(exc):
+            if is_conflict(exc):
                 # Another beat or an edit won a row lock; nothing is wrong, look again shortly.
                 logger.debug("dbeat: transaction conflict, retrying: %s", _short(exc))
                 return _BUSY_RETRY
@@ -525,19 +526,6 @@ class _PublishAhead:
         error, self._error = self._error, None
         if error is not None:
             raise error
-
-
-#: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).
-_CONFLICT_SQLSTATES = {"40001", "40P01"}
-_CONFLICT_MYSQL_ERRORS = {1205, 1213}
-
-
-def _is_conflict(exc: Exception) -> bool:
-    orig = getattr(exc, "orig", None)
-    if getattr(orig, "sqlstate", None) in _CONFLICT_SQLSTATES:
-        return True
-    args: tuple[Any, ...] = getattr(orig, "args", ())
-    return bool(args) and args[0] in _CONFLICT_MYSQL_ERRORS
 
 
 def _short(exc: Exception) -> str:

@@ -32,7 +32,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # On an xdist worker under --dist loadgroup, xdist has now suffixed each grouped test's id
     # with its group. A pytest/xdist pair that no longer does (pytest 9.2 with xdist 3.8) would
     # silently run celery processes on both workers at once: refuse instead.
-    if not session.config.getvalue("loadgroup"):
+    if not getattr(session.config.option, "loadgroup", False):
         return
     ungrouped = [
         item.nodeid

@@ -22,7 +22,29 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..errors import SchemaVersionError
 
-__all__ = ["VERSION_TABLE", "check_schema", "create_engine", "database_findings", "migrate"]
+__all__ = [
+    "VERSION_TABLE",
+    "check_schema",
+    "create_engine",
+    "database_findings",
+    "is_conflict",
+    "migrate",
+]
+
+#: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).
+_CONFLICT_SQLSTATES = {"40001", "40P01"}
+_CONFLICT_MYSQL_ERRORS = {1205, 1213}
+
+
+def is_conflict(exc: Exception) -> bool:
+    """A transaction lost to another (deadlock, serialisation failure, lock wait timeout):
+    nothing is wrong, and trying again shortly is the answer."""
+    orig = getattr(exc, "orig", None)
+    if getattr(orig, "sqlstate", None) in _CONFLICT_SQLSTATES:
+        return True
+    args: tuple[Any, ...] = getattr(orig, "args", ())
+    return bool(args) and args[0] in _CONFLICT_MYSQL_ERRORS
+
 
 VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
