@@ -414,7 +414,7 @@ def test_resume_with_catch_up_keeps_the_missed_slot_and_without_moves_it(cli: Cl
 
 def test_trigger_prints_the_task_id_and_when_a_beat_sends_it(cli: Cli) -> None:
     cli.ok("add", "s", "proj.tasks.s", "--every", "1h")
-    heartbeat(cli.app.conf.dbeat_database_url, "beat-1", timedelta(seconds=14))
+    heartbeat(cli.app.conf.dbeat_database_url, "beat-1", timedelta(seconds=5))
 
     out = cli.ok("trigger", "s")
     cli.app.conf.dbeat_redis_url = "redis://127.0.0.1:1/0"  # notifies beats (or tries to)
