@@ -299,10 +299,10 @@ class Schedules:
 
     def _now(self, conn: Connection) -> datetime:
         """When a write happens. This host's clock (a :class:`SystemClock`) gives way to the
-        database server's, which every host shares (:meth:`Store.time_of_record`); any other
+        database server's, which every host shares (``store.clock``); any other
         ``clock`` (a :class:`FixedClock` in tests) is used as given."""
         now = self.clock.now()
-        return self.store.time_of_record(conn, now) if isinstance(self.clock, SystemClock) else now
+        return self.store.clock.now(conn, now) if isinstance(self.clock, SystemClock) else now
 
     def __enter__(self) -> Schedules:
         return self

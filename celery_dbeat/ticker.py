@@ -143,7 +143,7 @@ class Ticker:
         if not self._database.may_try():
             return min(self._database.wait(), max_sleep)
         try:
-            if not self.clock.synced and self.store.has_server_clock:
+            if not self.clock.synced and self.store.clock.available:
                 self._read_clock()
             if self._up_since is None:
                 self._up_since = self.clock.now()
@@ -190,8 +190,8 @@ class Ticker:
         """Peek at what is due next; the same query reads the database server's clock."""
         sent = self.clock.monotonic()
         peek = self.store.peek()
-        if peek.server_now is not None:
-            self.clock.observe(peek.server_now, sent, self.clock.monotonic())
+        if peek.database_now is not None:
+            self.clock.observe(peek.database_now, sent, self.clock.monotonic())
             self._check_skew()
         return peek.earliest, peek.needs_compute
 

@@ -199,13 +199,13 @@ def sync_config(
 
     Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
     ``next_run_at`` from now; a changed payload keeps it. Several beats may run this at once.
-    ``now`` (the caller's clock) gives way to the store's :meth:`~Store.time_of_record`.
+    ``now`` (the caller's clock) gives way to the database clock (``store.clock``).
     ``dry_run``: the same report, with every write rolled back.
     """
     for attempt in range(3):
         try:
             with store.engine.connect() as conn, conn.begin() as transaction:
-                report = _sync_once(conn, definitions, store.time_of_record(conn, now))
+                report = _sync_once(conn, definitions, store.clock.now(conn, now))
                 if dry_run:
                     transaction.rollback()
                 return report

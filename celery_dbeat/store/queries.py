@@ -1,6 +1,6 @@
-"""Beat's SQL: the due query, the batch it claims and records, recovery of unpublished fires,
-heartbeats and the database server's clock. The management writes are ``manage.py``'s, run
-tracking ``runs.py``'s; schema changes live in ``migrations/``.
+"""Beat's SQL: the due query, the batch it claims and records, recovery of unpublished fires
+and heartbeats (the database clock they are taken on is :mod:`.clock`'s). The management writes
+are ``manage.py``'s, run tracking ``runs.py``'s; schema changes live in ``migrations/``.
 
 The scheduler's write path is one transaction per batch of due schedules::
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple, cast
 
 import sqlalchemy as sa
@@ -25,6 +25,7 @@ from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FireStatus, PublishRequest, ScheduleRow, Transition
+from .clock import DatabaseClock
 from .database import IDLE_IN_TRANSACTION, create_engine
 from .models import Beat, Fire, Schedule
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
@@ -141,42 +142,13 @@ PUBLISH_COLUMNS = [
 ]
 
 
-def _server_clock(dialect: str) -> sa.ColumnElement[Any] | None:
-    """The database server's clock as a column (``None`` on SQLite): a reading costs no round
-    trip of its own when added to a query the caller makes anyway."""
-    if dialect == "postgresql":
-        return sa.func.clock_timestamp()
-    if dialect in ("mysql", "mariadb"):
-        # DATETIME(6) columns hold naive UTC; so does UTC_TIMESTAMP, whatever the session zone.
-        return sa.func.utc_timestamp(6)
-    return None
-
-
-def _as_utc(value: datetime) -> datetime:
-    # MySQL/MariaDB return naive UTC, PostgreSQL an aware timestamp.
-    return (
-        value.replace(tzinfo=timezone.utc)
-        if value.tzinfo is None
-        else value.astimezone(timezone.utc)
-    )
-
-
-def _server_now(conn: Connection) -> datetime | None:
-    """The database server's clock (UTC), or ``None`` on SQLite."""
-    clock = _server_clock(conn.dialect.name)
-    if clock is None:
-        return None
-    return _as_utc(conn.execute(sa.select(clock)).scalar_one())
-
-
 class Peek(NamedTuple):
     """What :meth:`Store.peek` saw: when the earliest schedule is due, whether some need a
-    recompute, and the database server's clock (``None`` on SQLite or without
-    ``server_clock``)."""
+    recompute, and the database clock (``None`` when there is none: see :mod:`.clock`)."""
 
     earliest: datetime | None
     needs_compute: bool
-    server_now: datetime | None = None
+    database_now: datetime | None = None
 
 
 def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> None:
@@ -354,7 +326,6 @@ class Store:
         idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
         server_clock: bool = True,
     ):
-        self._server_clock = server_clock
         if isinstance(engine, Engine):
             self.engine, self._owns_engine = engine, False
         else:
@@ -363,36 +334,12 @@ class Store:
             )
             self._owns_engine = True
         dialect = self.engine.dialect
+        #: The clock leases and writes are taken on (:mod:`.clock`); ``server_clock=False``
+        #: turns the database server's off, for tests that move a fake clock past leases.
+        self.clock = DatabaseClock(dialect.name, enabled=server_clock)
         # SKIP LOCKED lets beats split a herd instead of queueing on each other's rows. SQLite
         # has no row locks; its writers are serialised by BEGIN IMMEDIATE instead.
         self._skip_locked = dialect.name in ("postgresql", "mysql", "mariadb")
-
-    def time_of_record(self, conn: Connection, local: datetime) -> datetime:
-        """Now, on the clock every host shares: the database server's; ``local`` (the caller's
-        clock) on SQLite (beats sharing a file share a host and its clock) or with
-        ``server_clock=False`` (tests that move a fake clock past leases).
-
-        Leases (how long a fire is left to the beat that recorded it) are taken and compared on
-        it: on the beats' own clocks, a beat ahead by more than a lease would take over fires
-        another beat is publishing right now. So are schedule writes: a new or retimed
-        schedule's first slot is computed from this instant, and on the writer's clock a host a
-        few seconds ahead would skip the first slots of a schedule that starts now.
-        """
-        if not self._server_clock:
-            return local
-        return _server_now(conn) or local
-
-    @property
-    def has_server_clock(self) -> bool:
-        """Whether :meth:`time_of_record` (and :meth:`peek`) read the database server's clock."""
-        return self._server_clock and _server_clock(self.engine.dialect.name) is not None
-
-    def on_lease_clock(
-        self, conn: Connection, now: datetime, lease_until: datetime
-    ) -> tuple[datetime, datetime]:
-        """``now`` and ``lease_until`` (this beat's clock) moved onto :meth:`time_of_record`."""
-        server = self.time_of_record(conn, now)
-        return server, server + (lease_until - now)
 
     def close(self) -> None:
         if self._owns_engine:
@@ -402,7 +349,7 @@ class Store:
 
     def peek(self) -> Peek:
         """When the earliest enabled schedule is due, whether some need a recompute, and (in
-        the same query) a reading of the clock of record (see :meth:`time_of_record`).
+        the same query) a reading of the database clock (:mod:`.clock`).
 
         If the earliest instant stored cannot be read, the rows that hold it are set aside
         first (see :func:`_set_aside`)."""
@@ -432,13 +379,13 @@ class Store:
             S.c.last_error.is_(None),
         )
         columns: list[Any] = [plain.scalar_subquery(), jittered.scalar_subquery(), needs]
-        clock = _server_clock(self.engine.dialect.name) if self._server_clock else None
-        if clock is not None:
-            columns.append(clock)
+        if self.clock.column is not None:
+            columns.append(self.clock.column)
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(*columns)).one()
         earliest = min((t for t in row[:2] if t is not None), default=None)
-        return Peek(earliest, bool(row[2]), None if clock is None else _as_utc(row[3]))
+        database_now = self.clock.read(row[3]) if self.clock.available else None
+        return Peek(earliest, bool(row[2]), database_now)
 
     @contextmanager
     def claim_due(self, now: datetime, limit: int, beat: str) -> Iterator[DueBatch]:
@@ -475,7 +422,7 @@ class Store:
                 found, problems = read_rows(conn, query)
                 _set_aside(conn, found, problems)
                 rows += [ScheduleRow.from_row(r) for r in found if r.id not in problems]
-            yield DueBatch(conn, rows, beat, now, self.time_of_record)
+            yield DueBatch(conn, rows, beat, now, self.clock.now)
 
     # Heartbeats ------------------------------------------------------------------------------
 
@@ -533,12 +480,12 @@ class Store:
         """Take over recorded fires whose recording beat did not publish them in time.
 
         ``now`` and ``lease_until`` are on this beat's clock; on a database server they are
-        moved onto the server's clock (:meth:`time_of_record`) before they are compared with
+        moved onto the database clock (:mod:`.clock`) before they are compared with
         leases other beats wrote.
         """
         claimed: list[PublishRequest] = []
         with self.engine.begin() as conn:
-            now, lease_until = self.on_lease_clock(conn, now, lease_until)
+            now, lease_until = self.clock.moved(conn, now, lease_until)
             query = (
                 sa.select(*PUBLISH_COLUMNS)
                 .join(S, S.c.id == F.c.schedule_id)

@@ -227,7 +227,7 @@ def release_buffered(
     with store.engine.begin() as conn:
         # Leases are compared on the database's clock; ``now`` stays this beat's, as the
         # runs it is compared with were timed by beats and workers.
-        _, lease_until = store.on_lease_clock(conn, now, lease_until)
+        _, lease_until = store.clock.moved(conn, now, lease_until)
         for r in conn.execute(query).all():
             limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
             if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:
