@@ -109,8 +109,8 @@ def status(next_count: int, as_json: bool) -> None:
     the worker hook (celery_dbeat.worker); without it only fires never published are listed.
     """
     state = runtime()
-    live_within = 3 * state.settings.max_interval
     with state.schedules() as schedules:
+        live_within = schedules.live_within  # the rule of Schedules.live_beats
         now = schedules.clock.now()
         beats = schedules.beats()
         states = schedules.counts()
