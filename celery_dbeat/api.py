@@ -30,6 +30,7 @@ from .config import Settings
 from .core.states import schedule_state
 from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
 from .errors import ValidationError
+from .fields import FIELDS, Form
 from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
 from .misfire import MisfirePolicy
 from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
@@ -55,6 +56,9 @@ _UNSET: Any = object()
 #: A beat is live while its heartbeat is younger than three of its ticks at the longest (beat
 #: writes it every ``dbeat_max_interval``, 5 s by default).
 LIVE_WITHIN = timedelta(seconds=15)
+
+
+_JSON_FIELDS = frozenset(f.name for f in FIELDS if f.form is Form.JSON)
 
 
 def _json(text: str) -> Any:
@@ -99,33 +103,15 @@ class ScheduleInfo:
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ScheduleInfo:
+        """From a row of every ``dbeat_schedules`` column."""
+        values = row._mapping
         return cls(
-            id=row.id,
-            name=row.name,
-            task=row.task,
-            schedule=spec_from_fields(row._mapping),
-            args=_json(row.args),
-            kwargs=_json(row.kwargs),
-            options=_json(row.options),
-            enabled=row.enabled,
-            origin=row.origin,
-            start_at=row.start_at,
-            end_at=row.end_at,
-            max_runs=row.max_runs,
-            run_count=row.run_count,
-            misfire_policy=row.misfire_policy,
-            misfire_grace=row.misfire_grace,
-            catchup_limit=row.catchup_limit,
-            jitter=row.jitter,
-            overlap_policy=row.overlap_policy,
-            max_run_time=row.max_run_time,
-            next_run_at=row.next_run_at,
-            last_slot=row.last_slot,
-            last_error=row.last_error,
-            finished_at=row.finished_at,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            version=row.version,
+            **{
+                f.name: _json(values[f.name]) if f.name in _JSON_FIELDS else values[f.name]
+                for f in fields(cls)
+                if f.name != "schedule"
+            },
+            schedule=spec_from_fields(values),
         )
 
     @property

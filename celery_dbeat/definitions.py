@@ -13,6 +13,7 @@ from typing import Any
 
 from .durations import parse_duration
 from .errors import ValidationError
+from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar, Spec, SpecFields
@@ -29,27 +30,23 @@ __all__ = [
     "create_arguments",
     "definition_from_form",
     "definition_to_form",
+    "form_text",
 ]
 
 #: The keyword arguments of :meth:`Definition.create` besides ``name``: what ``beat_schedule``
-#: entries and API calls may set.
+#: entries and API calls may set (the spec's fields come as one ``schedule``).
 CREATE_ARGUMENTS = (
     "task",
     "schedule",
-    "args",
-    "kwargs",
-    "options",
-    "enabled",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "jitter",
-    "overlap_policy",
-    "max_run_time",
+    *(name for name in names(Role.PAYLOAD, Role.SWITCH, Role.BOUNDS) if name != "task"),
 )
+#: Columns of the spec itself: a change starts an interval's grid afresh at the edit time.
+SPEC_COLUMNS = names(Role.SPEC)
+#: Columns whose change moves ``next_run_at`` (recomputed from the edit time). Bounds and jitter
+#: keep an interval on its grid.
+TIMING_COLUMNS = names(Role.SPEC, Role.BOUNDS)
+#: Columns whose change keeps ``next_run_at``.
+PAYLOAD_COLUMNS = names(Role.PAYLOAD)
 
 
 def create_arguments(row: Any) -> dict[str, Any]:
@@ -58,40 +55,8 @@ def create_arguments(row: Any) -> dict[str, Any]:
     return dict(arguments, name=row["name"], schedule={key: row[key] for key in SPEC_COLUMNS})
 
 
-#: Columns of the spec itself: a change starts an interval's grid afresh at the edit time.
-SPEC_COLUMNS = (
-    "kind",
-    "cron",
-    "timezone",
-    "every",
-    "run_at",
-    "dst_gap",
-    "dst_fold",
-    "cron_days",
-    "solar_event",
-    "latitude",
-    "longitude",
-)
-#: Columns whose change moves ``next_run_at`` (recomputed from the edit time). Bounds and jitter
-#: keep an interval on its grid.
-TIMING_COLUMNS = (*SPEC_COLUMNS, "start_at", "end_at", "jitter")
-#: Columns whose change keeps ``next_run_at``.
-PAYLOAD_COLUMNS = (
-    "task",
-    "args",
-    "kwargs",
-    "options",
-    "max_runs",
-    "misfire_policy",
-    "misfire_grace",
-    "catchup_limit",
-    "overlap_policy",
-    "max_run_time",
-)
-
 # Any aware instant will do to validate an interval before its real anchor is known.
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
-_SPEC_KEYS = SPEC_COLUMNS
 
 
 def _text(field_name: str, value: Any, limit: int) -> str:
@@ -145,7 +110,7 @@ def _spec_fields(schedule: Spec | Mapping[str, Any]) -> SpecFields:
     if isinstance(schedule, (Cron, Every, Once, Solar)):
         return schedule.fields()
     if isinstance(schedule, Mapping) and "kind" in schedule:
-        unknown = sorted(set(schedule) - set(_SPEC_KEYS))
+        unknown = sorted(set(schedule) - set(SPEC_COLUMNS))
         if unknown:
             raise ValidationError("schedule", dict(schedule), f"unknown spec field {unknown[0]!r}")
         return dict(schedule)
@@ -259,55 +224,19 @@ class Definition:
 
     def columns(self) -> dict[str, Any]:
         """The stored column values of this definition (timing and payload, not state)."""
-        spec = self.spec
-        return {
-            "task": self.task,
-            "args": dump_json("args", self.args),
-            "kwargs": dump_json("kwargs", self.kwargs),
-            "options": dump_json("options", self.options),
-            "kind": spec["kind"],
-            "cron": spec.get("cron"),
-            "timezone": spec.get("timezone") if spec["kind"] == "cron" else None,
-            "every": spec.get("every"),
-            "run_at": spec.get("run_at"),
-            "dst_gap": spec.get("dst_gap"),
-            "dst_fold": spec.get("dst_fold"),
-            "cron_days": spec.get("cron_days"),
-            "solar_event": spec.get("solar_event"),
-            "latitude": spec.get("latitude"),
-            "longitude": spec.get("longitude"),
-            "start_at": self.start_at,
-            "end_at": self.end_at,
-            "max_runs": self.max_runs,
-            "misfire_policy": self.misfire_policy,
-            "misfire_grace": self.misfire_grace,
-            "catchup_limit": self.catchup_limit,
-            "jitter": self.jitter,
-            "overlap_policy": self.overlap_policy,
-            "max_run_time": self.max_run_time,
-        }
+        columns = {name: self.spec.get(name) for name in SPEC_COLUMNS}
+        if columns["kind"] != "cron":
+            columns["timezone"] = None
+        for name in names(Role.BOUNDS, Role.PAYLOAD):
+            value = getattr(self, name)
+            columns[name] = dump_json(name, value) if BY_NAME[name].form is Form.JSON else value
+        return columns
 
 
 # Plain-data forms: what the CLI, admin forms and export/import exchange --------------------
 
-#: Every field of the plain form, in display order: the spec's fields, then the rest of what
-#: ``Definition.create`` takes.
-FORM_FIELDS = (
-    "name",
-    "task",
-    "kind",
-    "cron",
-    "timezone",
-    "dst_gap",
-    "dst_fold",
-    "cron_days",
-    "every",
-    "run_at",
-    "solar_event",
-    "latitude",
-    "longitude",
-    *(argument for argument in CREATE_ARGUMENTS if argument not in ("task", "schedule")),
-)
+#: Every field of the plain form, in display order (:data:`celery_dbeat.fields.FIELDS`).
+FORM_FIELDS = tuple(f.name for f in FIELDS)
 
 
 def _blank(value: Any) -> bool:
@@ -366,99 +295,89 @@ def _flag(field_name: str, value: Any) -> bool:
     raise ValidationError(field_name, value, "must be true or false")
 
 
+def _plain(f: Field, value: Any) -> Any:
+    """A plain value of ``f`` as :meth:`Definition.create` takes it. Text stays as typed (its
+    checks belong to the definition); blank means "not set"."""
+    if f.form is Form.FLAG:
+        return _flag(f.name, value)
+    if f.form is Form.JSON:
+        return f.default if _blank(value) else value
+    if f.form is Form.TEXT:
+        return f.default if f.default and _blank(value) else value
+    if _blank(value) or (f.null is not None and value == f.null):
+        return None
+    if f.form is Form.INSTANT:
+        return _instant(f.name, value)
+    if f.form is Form.WHOLE:
+        return _whole(f.name, value)
+    if f.form is Form.NUMBER:
+        return _number(f.name, value)
+    return value
+
+
+def _spec_value(f: Field, value: Any) -> Any:
+    """A plain value of spec field ``f``: specs hold durations as seconds."""
+    if f.required and _blank(value):
+        raise ValidationError(f.name, value, f"is required for an {f.kind} schedule")
+    plain = _plain(f, value)
+    if f.form is not Form.DURATION or plain is None:
+        return plain
+    try:
+        return parse_duration(plain).total_seconds()
+    except ValueError as exc:
+        raise ValidationError(f.name, value, str(exc)) from None
+
+
 def definition_from_form(data: Mapping[str, Any]) -> Definition:
     """Build a definition from plain values (strings as typed in a form or on a command line,
-    or the JSON values of an export). Blank strings mean "not set"."""
+    or the JSON values of an export). Blank strings mean "not set"; of the spec fields only
+    those of the chosen kind are read."""
     unknown = sorted(set(data) - set(FORM_FIELDS))
     if unknown:
         raise ValidationError(unknown[0], data[unknown[0]], "is not a schedule field")
-    kind = (
-        (data.get("kind") or "").strip() if isinstance(data.get("kind"), str) else data.get("kind")
-    )
+    kind = data.get("kind")
+    kind = kind.strip() if isinstance(kind, str) else kind
     spec: dict[str, Any] = {"kind": kind}
-    if kind == "cron":
-        spec.update(
-            cron=data.get("cron"),
-            timezone=None if _blank(data.get("timezone")) else data.get("timezone"),
-            dst_gap=None if _blank(data.get("dst_gap")) else data.get("dst_gap"),
-            dst_fold=None if _blank(data.get("dst_fold")) else data.get("dst_fold"),
-            cron_days=None if _blank(data.get("cron_days")) else data.get("cron_days"),
-        )
-        if spec["timezone"] is None:
-            spec["timezone"] = "UTC"
-        if spec["cron_days"] == "any":
-            spec["cron_days"] = None
-    elif kind == "interval":
-        every = data.get("every")
-        if _blank(every):
-            raise ValidationError("every", every, "is required for an interval schedule")
-        try:
-            spec["every"] = parse_duration(every).total_seconds()
-        except ValueError as exc:
-            raise ValidationError("every", every, str(exc)) from None
-    elif kind == "once":
-        spec["run_at"] = _instant("run_at", data.get("run_at"))
-    elif kind == "solar":
-        spec.update(
-            solar_event=None if _blank(data.get("solar_event")) else data.get("solar_event"),
-            latitude=_number("latitude", data.get("latitude")),
-            longitude=_number("longitude", data.get("longitude")),
-        )
-    args: Any = data.get("args")
-    kwargs: Any = data.get("kwargs")
-    options: Any = data.get("options")
-    return Definition.create(
-        name=data.get("name"),  # type: ignore[arg-type]
-        task=data.get("task"),  # type: ignore[arg-type]
-        schedule=spec,
-        args="[]" if _blank(args) else args,
-        kwargs="{}" if _blank(kwargs) else kwargs,
-        options="{}" if _blank(options) else options,
-        enabled=_flag("enabled", data.get("enabled")),
-        start_at=_instant("start_at", data.get("start_at")),
-        end_at=_instant("end_at", data.get("end_at")),
-        max_runs=_whole("max_runs", data.get("max_runs")),
-        misfire_policy=None if _blank(data.get("misfire_policy")) else data.get("misfire_policy"),
-        misfire_grace=None if _blank(data.get("misfire_grace")) else data.get("misfire_grace"),
-        catchup_limit=_whole("catchup_limit", data.get("catchup_limit")),
-        jitter=None if _blank(data.get("jitter")) else data.get("jitter"),
-        overlap_policy=None if _blank(data.get("overlap_policy")) else data.get("overlap_policy"),
-        max_run_time=None if _blank(data.get("max_run_time")) else data.get("max_run_time"),
-    )
+    for name in KIND_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
+        spec[name] = _spec_value(BY_NAME[name], data.get(name))
+    arguments = {f.name: _plain(f, data.get(f.name)) for f in FIELDS if f.role is not Role.SPEC}
+    return Definition.create(schedule=spec, **arguments)
 
 
 def definition_to_form(definition: Definition) -> dict[str, Any]:
     """The JSON-able plain form of a definition; ``definition_from_form`` reads it back exactly."""
-    spec = definition.spec
+    values = {"name": definition.name, **definition.spec, **definition.columns()}
+    values["enabled"] = definition.enabled
+    form: dict[str, Any] = {}
+    for f in FIELDS:
+        value = values.get(f.name)
+        if f.form is Form.JSON:
+            value = getattr(definition, f.name)
+        elif f.form is Form.INSTANT and value is not None:
+            value = value.isoformat()
+        form[f.name] = value
+    return form
 
-    def instant(value: datetime | None) -> str | None:
-        return None if value is None else value.isoformat()
 
-    return {
-        "name": definition.name,
-        "task": definition.task,
-        "kind": spec["kind"],
-        "cron": spec.get("cron"),
-        "timezone": spec.get("timezone") if spec["kind"] == "cron" else None,
-        "dst_gap": spec.get("dst_gap"),
-        "dst_fold": spec.get("dst_fold"),
-        "cron_days": spec.get("cron_days"),
-        "every": spec.get("every"),
-        "run_at": instant(spec.get("run_at")),
-        "solar_event": spec.get("solar_event"),
-        "latitude": spec.get("latitude"),
-        "longitude": spec.get("longitude"),
-        "args": definition.args,
-        "kwargs": definition.kwargs,
-        "options": definition.options,
-        "enabled": definition.enabled,
-        "start_at": instant(definition.start_at),
-        "end_at": instant(definition.end_at),
-        "max_runs": definition.max_runs,
-        "misfire_policy": definition.misfire_policy,
-        "misfire_grace": definition.misfire_grace,
-        "catchup_limit": definition.catchup_limit,
-        "jitter": definition.jitter,
-        "overlap_policy": definition.overlap_policy,
-        "max_run_time": definition.max_run_time,
-    }
+def _typed(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        # 30 rather than 30.0, and every digit of 1.23456789
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def form_text(row: Any) -> dict[str, Any]:
+    """A stored row (its columns as attributes) as a form shows it: the text that stores it,
+    flags as ``bool``. Read from the columns, not from a validated definition, so that a row
+    beat marked broken can still be opened and fixed. Submitted unchanged it stores the same
+    columns, so a payload-only edit keeps ``next_run_at``."""
+    values = {name: _typed(getattr(row, name, None)) for name in FORM_FIELDS}
+    if values["kind"] == "cron" and not values["timezone"]:
+        values["timezone"] = BY_NAME["timezone"].default
+    return values

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, cast
 
@@ -85,44 +86,8 @@ _CAS_BATCH_PG = sa.text(
 )
 
 #: Columns beat needs to plan a schedule's fires.
-_PLAN_COLUMNS = [
-    S.c[name]
-    for name in (
-        "id",
-        "name",
-        "task",
-        "args",
-        "kwargs",
-        "options",
-        "kind",
-        "cron",
-        "timezone",
-        "every",
-        "run_at",
-        "anchor_at",
-        "dst_gap",
-        "dst_fold",
-        "cron_days",
-        "solar_event",
-        "latitude",
-        "longitude",
-        "start_at",
-        "end_at",
-        "max_runs",
-        "run_count",
-        "misfire_policy",
-        "misfire_grace",
-        "catchup_limit",
-        "next_run_at",
-        "last_slot",
-        "jitter",
-        "overlap_policy",
-        "max_run_time",
-        "version",
-        "created_at",
-        "updated_at",
-    )
-]
+#: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
+_PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
 
 
 #: What a recorded fire needs to be published: its row joined with its schedule's payload.

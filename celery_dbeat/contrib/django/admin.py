@@ -35,7 +35,7 @@ from .display import (
     show_lag,
     utc,
 )
-from .forms import KIND_FIELDS, ScheduleForm
+from .forms import KIND_FIELDS, ScheduleForm, ScheduleFormBase
 from .models import Beat, Fire, Schedule
 from .tasks import unknown_task_warning
 
@@ -192,7 +192,7 @@ class ScheduleAdmin(OnScheduleDatabase):
         return self.tables_missing(request) or self._delete_view(request, object_id, extra_context)
 
     def save_model(
-        self, request: HttpRequest, obj: Schedule, form: ScheduleForm, change: bool
+        self, request: HttpRequest, obj: Schedule, form: ScheduleFormBase, change: bool
     ) -> None:
         definition = form.definition
         assert definition is not None  # the form validated

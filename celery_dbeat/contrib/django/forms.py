@@ -12,40 +12,28 @@ field shows one. Only the fields of the chosen kind are read (and shown, with Ja
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django import forms
 from django.utils.html import escapejs, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from celery_dbeat.definitions import FORM_FIELDS, Definition, definition_from_form
+from celery_dbeat.definitions import (
+    FORM_FIELDS,
+    SPEC_COLUMNS,
+    Definition,
+    definition_from_form,
+    form_text,
+)
 from celery_dbeat.errors import ScheduleExists, ValidationError
-from celery_dbeat.misfire import MisfirePolicy
-from celery_dbeat.overlap import OverlapPolicy
-from celery_dbeat.timing.cron import DstFold, DstGap
-from celery_dbeat.timing.solar import EVENTS
+from celery_dbeat.fields import FIELDS, KIND_FIELDS, KINDS, Field, Form
 
 from .conf import database_alias
 from .models import Schedule
 from .tasks import suggested_task_names
 
-__all__ = ["KIND_FIELDS", "ScheduleForm", "form_errors", "form_field_of"]
+__all__ = ["KIND_FIELDS", "ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
 
-KINDS = (
-    ("cron", "cron"),
-    ("interval", "interval (every N seconds)"),
-    ("once", "once"),
-    ("solar", "solar (sunrise, sunset, dawn, dusk, noon)"),
-)
-#: The fields each kind reads; the others are ignored (and hidden).
-KIND_FIELDS = {
-    "cron": ("cron", "timezone", "cron_days", "dst_gap", "dst_fold"),
-    "interval": ("every",),
-    "once": ("run_at",),
-    "solar": ("solar_event", "latitude", "longitude"),
-}
-_SPEC_FIELDS = {"kind", *(name for names in KIND_FIELDS.values() for name in names)}
 #: Fields the shared validation also checks together.
 _BOUNDS = ("start_at", "end_at")
 #: A valid schedule each other field is checked against, on its own.
@@ -111,23 +99,6 @@ class TaskInput(forms.TextInput):
         return SafeString(html + datalist)
 
 
-def _choices(default: str, values: list[str]) -> list[tuple[str, str]]:
-    return [("", default), *((v, v) for v in values)]
-
-
-def _text(help_text: str = "", widget: forms.Widget | None = None, **kwargs: Any) -> Any:
-    return forms.CharField(
-        required=False, help_text=help_text, widget=widget or forms.TextInput(WIDE), **kwargs
-    )
-
-
-def _menu(choices: Any, help_text: str = "", **kwargs: Any) -> Any:
-    return _text(help_text, forms.Select(choices=choices), **kwargs)
-
-
-INSTANT_HELP = "ISO-8601 with an offset, e.g. 2025-01-31T09:00:00+01:00 or ...Z"
-
-
 def form_field_of(error: ValidationError) -> str | None:
     """The form field a validation error belongs on (``options.priority`` -> ``options``)."""
     name = error.field.split(".")[0].split("[")[0]
@@ -164,7 +135,7 @@ def form_errors(values: dict[str, Any]) -> tuple[Definition | None, dict[str | N
         if not _blank(values.get(name)):
             probes.append(({"kind": kind, **_NEUTRAL[kind], name: values[name]}, {name}))
     for name, value in values.items():
-        if name not in _SPEC_FIELDS and not _blank(value):
+        if name not in SPEC_COLUMNS and not _blank(value):
             probes.append(({name: value}, {name}))
     for probe, tested in probes:
         try:
@@ -176,128 +147,34 @@ def form_errors(values: dict[str, Any]) -> tuple[Definition | None, dict[str | N
     return None, errors
 
 
-def _number(value: float | None) -> str:
-    """Seconds as typed: ``30`` rather than ``30.0``, and every digit of ``1.23456789``."""
-    if value is None:
-        return ""
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _instant(value: datetime | None) -> str:
-    return "" if value is None else value.isoformat()
-
-
-def initial_of(schedule: Schedule) -> dict[str, Any]:
-    """The form's values for a stored row; submitted unchanged, they store the same columns."""
-    return {
-        "name": schedule.name,
-        "task": schedule.task,
-        "kind": schedule.kind,
-        "cron": schedule.cron or "",
-        "timezone": schedule.timezone or "",
-        "dst_gap": schedule.dst_gap or "",
-        "dst_fold": schedule.dst_fold or "",
-        "cron_days": schedule.cron_days or "",
-        "every": _number(schedule.every),
-        "run_at": _instant(schedule.run_at),
-        "solar_event": schedule.solar_event or "",
-        "latitude": _number(schedule.latitude),
-        "longitude": _number(schedule.longitude),
-        "args": schedule.args,
-        "kwargs": schedule.kwargs,
-        "options": schedule.options,
-        "enabled": schedule.enabled,
-        "start_at": _instant(schedule.start_at),
-        "end_at": _instant(schedule.end_at),
-        "max_runs": "" if schedule.max_runs is None else str(schedule.max_runs),
-        "misfire_policy": schedule.misfire_policy or "",
-        "misfire_grace": _number(schedule.misfire_grace),
-        "catchup_limit": "" if schedule.catchup_limit is None else str(schedule.catchup_limit),
-        "jitter": _number(schedule.jitter),
-        "overlap_policy": schedule.overlap_policy or "",
-        "max_run_time": _number(schedule.max_run_time),
-    }
-
-
-class ScheduleForm(forms.ModelForm):
-    name = _text("Unique; the Celery task id of each fire is derived from it.")
-    task = _text(
-        "The Celery task name, e.g. proj.tasks.report (the names your Celery app registers are "
-        "suggested as you type; any other is allowed).",
-        TaskInput(),
-    )
-    enabled = forms.BooleanField(required=False, initial=True)
-    kind = _text(
-        "Only the fields of this kind are used: the others are ignored (and hidden).",
-        KindSelect(choices=KINDS),
-    )
-    cron = _text("5 fields, or 6 with seconds last; @hourly-style aliases.")
-    timezone = _text(
-        "An IANA zone such as Europe/Paris (default UTC).", initial="UTC", label="Time zone"
-    )
-    cron_days = _menu(
-        _choices("any (either day field)", ["all"]),
-        "When both day fields are restricted, 'all' fires only on days matching both "
-        "(Celery's crontab).",
-    )
-    dst_gap = _menu(
-        _choices("default (cron(8))", [g.value for g in DstGap]),
-        "A slot in the spring-forward gap.",
-        label="DST gap",
-    )
-    dst_fold = _menu(
-        _choices("default (cron(8))", [f.value for f in DstFold]),
-        "A slot in the repeated fall-back hour.",
-        label="DST fold",
-    )
-    every = _text("Seconds, or a duration such as 30s, 5m, 1h30m.")
-    run_at = _text(f"The instant. {INSTANT_HELP}")
-    solar_event = _menu(
-        _choices("(choose an event)", list(EVENTS)),
-        "Computed as Celery's solar schedule does, to the second; a day without it (polar "
-        "day or night) is skipped.",
-        label="Event",
-    )
-    latitude = _text("Degrees north of the place, -90 to 90 (e.g. 48.85).")
-    longitude = _text("Degrees east of the place, -180 to 180 (e.g. 2.35).")
-    args = _text("A JSON array.", forms.Textarea(JSON), initial="[]")
-    kwargs = _text("A JSON object.", forms.Textarea(JSON), initial="{}")
-    options = _text(
-        "A JSON object of Celery publishing options (queue, priority, expires, ...).",
-        forms.Textarea(JSON),
-        initial="{}",
-    )
-    start_at = _text(f"Optional first instant (inclusive). {INSTANT_HELP}")
-    end_at = _text(f"Optional last instant (inclusive). {INSTANT_HELP}")
-    max_runs = _text("Optional: stop after this many fires.")
-    jitter = _text(
-        "Optional: each fire is sent up to this long after its slot (e.g. 30s), at an offset "
-        "every beat computes alike."
-    )
-    misfire_policy = _menu(
-        _choices("default (dbeat_misfire_policy)", [p.value for p in MisfirePolicy]),
-        "What is sent for slots missed while every beat was down.",
-    )
-    misfire_grace = _text("Optional: missed slots older than this are dropped (e.g. 90m).")
-    catchup_limit = _text("Optional: most fires the 'all' policy sends for one outage.")
-    overlap_policy = _menu(
-        _choices("default (allow)", [p.value for p in OverlapPolicy]),
-        "A slot due while the previous run still goes: allow sends it, skip records it as "
-        "overlap, buffer_one sends it when that run ends.",
-    )
-    max_run_time = _text(
-        "Optional: an unfinished run older than this (e.g. 2h) counts as lost and no longer "
-        "holds the overlap policy back (default dbeat_max_run_time)."
+def _form_field(f: Field) -> forms.Field:
+    """The form field of ``f``, from its definition (:mod:`celery_dbeat.fields`): text, or a
+    checkbox for a flag, whatever the column's type (see the module's docstring)."""
+    if f.form is Form.FLAG:
+        return forms.BooleanField(required=False, initial=True, label=f.label, help_text=f.help)
+    widget: forms.Widget
+    if f.name == "kind":
+        widget = KindSelect(choices=[(kind, f"{kind} ({what})") for kind, what in KINDS.items()])
+    elif f.name == "task":
+        widget = TaskInput()
+    elif f.form is Form.CHOICE:
+        widget = forms.Select(choices=[("", f.blank), *((value, value) for value in f.choices)])
+    elif f.form is Form.JSON:
+        widget = forms.Textarea(JSON)
+    else:
+        widget = forms.TextInput(WIDE)
+    return forms.CharField(
+        required=False, label=f.label, help_text=f.help, widget=widget, initial=f.default or None
     )
 
-    class Meta:
-        model = Schedule
-        fields = FORM_FIELDS
+
+class ScheduleFormBase(forms.ModelForm):
+    """What :data:`ScheduleForm` does; its fields come from the field definitions."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         instance = kwargs.get("instance")
         if instance is not None and instance.pk is not None:
-            kwargs["initial"] = {**initial_of(instance), **(kwargs.get("initial") or {})}
+            kwargs["initial"] = {**form_text(instance), **(kwargs.get("initial") or {})}
         super().__init__(*args, **kwargs)
         #: The row's name before this edit (``None`` when adding).
         self.original_name: str | None = instance.name if instance is not None else None
@@ -323,3 +200,16 @@ class ScheduleForm(forms.ModelForm):
         """No model validation (see the module's docstring), nor Django's uniqueness check
         (:meth:`clean` gives celery-dbeat's message): the admin writes the row through
         celery_dbeat.api.Schedules, never from this form's instance."""
+
+
+class _Meta:
+    model = Schedule
+    fields = FORM_FIELDS
+
+
+#: The schedule form: one field per :data:`celery_dbeat.fields.FIELDS` entry, in its order.
+ScheduleForm: type[ScheduleFormBase] = forms.models.ModelFormMetaclass(
+    "ScheduleForm",
+    (ScheduleFormBase,),
+    {"__module__": __name__, "Meta": _Meta, **{f.name: _form_field(f) for f in FIELDS}},
+)

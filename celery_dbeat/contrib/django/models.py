@@ -5,7 +5,9 @@ migrate``, see ``operations.py``, or ``manage.py dbeat_migrate``) and
 :class:`celery_dbeat.api.Schedules` writes them, so that every write is
 validated and moves ``next_run_at`` by the same rules as the CLI and beat's config sync. These
 models are for reading (the admin, your own queries); an ORM write raises :class:`ReadOnlyError`.
-``tests/contrib_django/test_models.py`` fails when they drift from ``celery_dbeat.store.models``.
+Their fields are read off the SQLAlchemy tables (``celery_dbeat.store.models``), one per column,
+so a new column needs no edit here; ``tests/contrib_django/test_models.py`` checks the result
+against the tables and the migrated databases.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, NoReturn
 
+import sqlalchemy as sa
 from django.db import models
 
 from ...core.states import schedule_state
+from ...store.models import Base
+from ...store.types import UTCDateTime
 from .fields import UTCDateTimeField
 
 __all__ = ["Beat", "Fire", "ReadOnlyError", "Schedule"]
@@ -46,47 +51,45 @@ class ReadOnlyModel(models.Model):
     save = delete = _refuse
 
 
-class Schedule(ReadOnlyModel):
-    id = models.BigAutoField(primary_key=True)
-    name = models.CharField(max_length=200, unique=True)
-    task = models.CharField(max_length=255)
-    args = models.TextField()
-    kwargs = models.TextField()
-    options = models.TextField()
-    enabled = models.BooleanField()
-    origin = models.CharField(max_length=16)
-    config_enabled = models.BooleanField(null=True, blank=True)
-    kind = models.CharField(max_length=16)
-    cron = models.CharField(max_length=255, null=True, blank=True)
-    timezone = models.CharField(max_length=64, null=True, blank=True)
-    cron_days = models.CharField(max_length=8, null=True, blank=True)
-    every = models.FloatField(null=True, blank=True)
-    run_at = UTCDateTimeField(null=True, blank=True)
-    anchor_at = UTCDateTimeField(null=True, blank=True)
-    dst_gap = models.CharField(max_length=16, null=True, blank=True)
-    dst_fold = models.CharField(max_length=16, null=True, blank=True)
-    solar_event = models.CharField(max_length=32, null=True, blank=True)
-    latitude = models.FloatField(null=True, blank=True)
-    longitude = models.FloatField(null=True, blank=True)
-    start_at = UTCDateTimeField(null=True, blank=True)
-    end_at = UTCDateTimeField(null=True, blank=True)
-    max_runs = models.IntegerField(null=True, blank=True)
-    run_count = models.IntegerField()
-    misfire_policy = models.CharField(max_length=16, null=True, blank=True)
-    misfire_grace = models.FloatField(null=True, blank=True)
-    catchup_limit = models.IntegerField(null=True, blank=True)
-    jitter = models.FloatField(null=True, blank=True)
-    overlap_policy = models.CharField(max_length=16, null=True, blank=True)
-    max_run_time = models.FloatField(null=True, blank=True)
-    next_run_at = UTCDateTimeField(null=True, blank=True)
-    due_at = UTCDateTimeField(null=True, blank=True)
-    last_slot = UTCDateTimeField(null=True, blank=True)
-    last_error = models.TextField(null=True, blank=True)
-    finished_at = UTCDateTimeField(null=True, blank=True)
-    version = models.IntegerField()
-    created_at = UTCDateTimeField()
-    updated_at = UTCDateTimeField()
+def _field(column: sa.Column[Any]) -> models.Field:
+    """The Django field reading ``column`` as SQLAlchemy writes it."""
+    nullable = {"null": True, "blank": True} if column.nullable and not column.primary_key else {}
+    kind = column.type
+    if column.primary_key and isinstance(kind, sa.Integer):
+        return models.BigAutoField(primary_key=True)
+    if isinstance(kind, UTCDateTime):
+        return UTCDateTimeField(**nullable)
+    if isinstance(kind, sa.Text):
+        return models.TextField(**nullable)
+    if isinstance(kind, sa.String):
+        return models.CharField(max_length=kind.length, primary_key=column.primary_key, **nullable)
+    if isinstance(kind, sa.Boolean):
+        return models.BooleanField(**nullable)
+    if isinstance(kind, sa.Float):
+        return models.FloatField(**nullable)
+    if isinstance(kind, sa.Integer):
+        return models.IntegerField(**nullable)
+    raise TypeError(f"no Django field for {column.table.name}.{column.name} ({kind!r})")
 
+
+def _columns_of(table: str, **special: tuple[str, models.Field]) -> Any:
+    """An abstract read-only model with a field per column of the SQLAlchemy ``table``, in
+    table order; ``special`` maps a column to the attribute and field that read it instead
+    (a foreign key)."""
+    attributes: dict[str, Any] = {
+        "__module__": __name__,
+        "Meta": type("Meta", (), {"abstract": True}),
+    }
+    for column in Base.metadata.tables[table].columns:
+        name, field = special.get(column.name) or (column.name, _field(column))
+        attributes[name] = field
+    return type(f"{table.title().replace('_', '')}Columns", (ReadOnlyModel,), attributes)
+
+
+_ScheduleColumns: Any = _columns_of("dbeat_schedules")
+
+
+class Schedule(_ScheduleColumns):
     class Meta:
         managed = False
         db_table = "dbeat_schedules"
@@ -102,34 +105,22 @@ class Schedule(ReadOnlyModel):
         return schedule_state(self)
 
 
-class Fire(ReadOnlyModel):
-    id = models.BigAutoField(primary_key=True)
-    schedule = models.ForeignKey(
-        Schedule,
-        on_delete=models.DO_NOTHING,  # the database cascades; the API deletes history itself
-        db_column="schedule_id",
-        db_constraint=False,
-        related_name="fires",
-    )
-    slot = UTCDateTimeField()
-    manual = models.BooleanField()
-    status = models.CharField(max_length=16)
-    slot_count = models.IntegerField()
-    first_slot = UTCDateTimeField(null=True, blank=True)
-    task_id = models.CharField(max_length=36, null=True, blank=True)
-    beat = models.CharField(max_length=255, null=True, blank=True)
-    recorded_at = UTCDateTimeField()
-    sent_at = UTCDateTimeField(null=True, blank=True)
-    lease_until = UTCDateTimeField(null=True, blank=True)
-    attempts = models.IntegerField()
-    error = models.TextField(null=True, blank=True)
-    run_status = models.CharField(max_length=16, null=True, blank=True)
-    started_at = UTCDateTimeField(null=True, blank=True)
-    finished_at = UTCDateTimeField(null=True, blank=True)
-    runtime = models.FloatField(null=True, blank=True)
-    worker = models.CharField(max_length=255, null=True, blank=True)
-    run_error = models.TextField(null=True, blank=True)
+_FireColumns: Any = _columns_of(
+    "dbeat_fires",
+    schedule_id=(
+        "schedule",
+        models.ForeignKey(
+            "Schedule",
+            on_delete=models.DO_NOTHING,  # the database cascades; the API deletes history
+            db_column="schedule_id",
+            db_constraint=False,
+            related_name="fires",
+        ),
+    ),
+)
 
+
+class Fire(_FireColumns):
     class Meta:
         managed = False
         db_table = "dbeat_fires"
@@ -165,14 +156,10 @@ class Fire(ReadOnlyModel):
         return None
 
 
-class Beat(ReadOnlyModel):
-    name = models.CharField(max_length=255, primary_key=True)
-    hostname = models.CharField(max_length=255)
-    pid = models.IntegerField()
-    version = models.CharField(max_length=32)
-    started_at = UTCDateTimeField()
-    last_seen_at = UTCDateTimeField()
+_BeatColumns: Any = _columns_of("dbeat_beats")
 
+
+class Beat(_BeatColumns):
     class Meta:
         managed = False
         db_table = "dbeat_beats"

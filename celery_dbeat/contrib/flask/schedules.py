@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from ...api import Schedules
 from ...core.states import STATES, schedule_state
-from ...definitions import definition_from_form
+from ...definitions import definition_from_form, form_text
 from ...errors import DBeatError, ScheduleExists, ValidationError
 from ...overlap import OverlapPolicy
 from ...store.manage import CONFIG_ORIGIN, state_expression
@@ -29,7 +29,7 @@ from .display import (
     overlap_summary,
     spec_summary,
 )
-from .forms import KINDS, ScheduleForm, field_of, form_data, form_values, schedule_form_rules
+from .forms import KINDS, ScheduleForm, field_of, form_data, schedule_form_rules
 from .history import FireView
 
 __all__ = ["ScheduleView", "StateFilter", "TaskNames"]
@@ -174,7 +174,7 @@ class ScheduleView(DBeatView):
     # Forms -------------------------------------------------------------------------------------
 
     def edit_form(self, obj: Schedule | None = None) -> Any:
-        values = form_values(obj) if obj is not None else {}
+        values = form_text(obj) if obj is not None else {}
         return self._edit_form_class(get_form_data(), data=values)
 
     def create_model(self, form: Any) -> Schedule | bool:
