@@ -20,9 +20,8 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.store import migrate
-from celery_dbeat.store.manage import sync_config
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store, migrate
+from celery_dbeat.store.sync import sync_config
 from celery_dbeat.ticker import Ticker
 
 NOW = datetime(2026, 1, 31, tzinfo=timezone.utc)

@@ -36,9 +36,8 @@ from .misfire import MisfirePolicy
 from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from .overlap import OverlapPolicy
 from .specs import Spec, spec_from_fields
-from .store import manage
+from .store import Store, beats, fires, schedules
 from .store.health import unhealthy_candidates
-from .store.queries import Store
 from .timing import require_aware
 
 __all__ = [
@@ -259,7 +258,7 @@ class Schedules:
         """The schedules of a Celery app, per its ``dbeat_*`` settings (notifying its beats)."""
         settings = Settings.from_app(app)
         store = Store(settings.database_url, engine_options=dict(settings.engine_options))
-        schedules = cls(
+        api = cls(
             store,
             clock=clock,
             notify=settings.redis_url,
@@ -267,8 +266,8 @@ class Schedules:
             redis_options=settings.redis_options,
             live_within=3 * settings.max_interval,
         )
-        schedules._owns = True
-        return schedules
+        api._owns = True
+        return api
 
     def close(self) -> None:
         if self.notifier is not None:
@@ -300,7 +299,7 @@ class Schedules:
 
     def get(self, name: str) -> ScheduleInfo:
         with self.store.engine.connect() as conn:
-            return ScheduleInfo.from_row(manage.load_schedule(conn, name))
+            return ScheduleInfo.from_row(schedules.load_schedule(conn, name))
 
     def list(
         self,
@@ -311,7 +310,7 @@ class Schedules:
         offset: int = 0,
     ) -> builtins.list[ScheduleInfo]:
         with self.store.engine.connect() as conn:
-            rows = manage.list_schedules(
+            rows = schedules.list_schedules(
                 conn, enabled=enabled, search=search, limit=limit, offset=offset
             )
         return [ScheduleInfo.from_row(row) for row in rows]
@@ -321,49 +320,49 @@ class Schedules:
     ) -> builtins.list[ScheduleInfo]:
         """Enabled schedules whose fire is due (a backlog, if beats are down or behind)."""
         with self.store.engine.connect() as conn:
-            rows = manage.due_schedules(conn, now or self.clock.now(), limit)
+            rows = schedules.due_schedules(conn, now or self.clock.now(), limit)
         return [ScheduleInfo.from_row(row) for row in rows]
 
     def count_due(self, *, now: datetime | None = None) -> int:
         with self.store.engine.connect() as conn:
-            return manage.count_due(conn, now or self.clock.now())
+            return schedules.count_due(conn, now or self.clock.now())
 
     def upcoming(
         self, count: int = 5, *, now: datetime | None = None
     ) -> builtins.list[ScheduleInfo]:
         """The next ``count`` enabled schedules to fire after ``now``."""
         with self.store.engine.connect() as conn:
-            rows = manage.upcoming_schedules(conn, now or self.clock.now(), count)
+            rows = schedules.upcoming_schedules(conn, now or self.clock.now(), count)
         return [ScheduleInfo.from_row(row) for row in rows]
 
     def failing(self) -> builtins.list[ScheduleInfo]:
         """Schedules marked with an error, by name."""
         with self.store.engine.connect() as conn:
-            return [ScheduleInfo.from_row(row) for row in manage.failing_schedules(conn)]
+            return [ScheduleInfo.from_row(row) for row in schedules.failing_schedules(conn)]
 
     def counts(self) -> dict[str, int]:
         """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
         with self.store.engine.connect() as conn:
-            return manage.state_counts(conn)
+            return schedules.state_counts(conn)
 
     def beats(self) -> builtins.list[BeatInfo]:
         """Every beat's heartbeat, by name."""
         with self.store.engine.connect() as conn:
-            return [BeatInfo(**row._asdict()) for row in manage.beat_heartbeats(conn)]
+            return [BeatInfo(**row._asdict()) for row in beats.beat_heartbeats(conn)]
 
     def live_beats(self) -> builtins.list[BeatInfo]:
         """The beats seen within ``live_within``, on the database's clock: those that would send
         a fire recorded now (a trigger, a new schedule) without waiting for a beat to start."""
         with self.store.engine.connect() as conn:
             now = self._now(conn)
-            rows = manage.beat_heartbeats(conn)
+            rows = beats.beat_heartbeats(conn)
         return [
             BeatInfo(**row._asdict()) for row in rows if now - row.last_seen_at <= self.live_within
         ]
 
     def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
         with self.store.engine.connect() as conn:
-            return [FireInfo.from_row(r) for r in manage.fire_history(conn, name, limit)]
+            return [FireInfo.from_row(r) for r in fires.fire_history(conn, name, limit)]
 
     def unhealthy(self, *, now: datetime | None = None) -> builtins.list[ScheduleHealth]:
         """Schedules whose last run failed or that have not succeeded within their expected
@@ -378,7 +377,7 @@ class Schedules:
     ) -> builtins.list[datetime]:
         """The next ``count`` slots of a stored schedule after ``after`` (default: now)."""
         with self.store.engine.connect() as conn:
-            row = manage.load_schedule(conn, name)
+            row = schedules.load_schedule(conn, name)
         definition = Definition.from_columns(row._mapping)
         anchor = row.start_at or row.anchor_at or row.created_at
         return definition.timing(anchor).preview(after or self.clock.now(), _count(count))
@@ -433,9 +432,9 @@ class Schedules:
         ``next_run_at`` from now; other changes keep it."""
         _check_editable(changes, _EDITABLE)
         with self._writing() as conn:
-            row = manage.load_schedule(conn, name)
+            row = schedules.load_schedule(conn, name)
             definition = _edited(row, changes)
-            manage.update_schedule(conn, name, definition, self._now(conn), row=row)
+            schedules.update_schedule(conn, name, definition, self._now(conn), row=row)
         return self.get(changes.get("name", name))
 
     def update_many(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
@@ -451,19 +450,19 @@ class Schedules:
             return 0
         with self._writing() as conn:
             updates = []
-            for row in manage.lock_schedules(conn, builtins.list(changes)):
+            for row in schedules.lock_schedules(conn, builtins.list(changes)):
                 try:
                     updates.append((row, _edited(row, changes[row.name])))
                 except ValidationError as exc:
                     raise ValidationError(
                         exc.field, exc.value, f"{exc.problem} (schedule {row.name!r})"
                     ) from None
-            return manage.update_schedules(conn, updates, self._now(conn))
+            return schedules.update_schedules(conn, updates, self._now(conn))
 
     def create(self, definition: Definition) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
         with self._writing() as conn:
-            manage.create_schedule(conn, definition, self._now(conn))
+            schedules.create_schedule(conn, definition, self._now(conn))
         return self.get(definition.name)
 
     def replace(self, name: str, definition: Definition) -> ScheduleInfo:
@@ -472,28 +471,28 @@ class Schedules:
         then its ``enabled`` flag (a resume skips the slots of the pause)."""
         with self._writing() as conn:
             now = self._now(conn)
-            manage.update_schedule(conn, name, definition, now)
-            row = manage.load_schedule(conn, definition.name)
+            schedules.update_schedule(conn, name, definition, now)
+            row = schedules.load_schedule(conn, definition.name)
             if row.enabled != definition.enabled and row.finished_at is None:
-                manage.set_enabled(conn, definition.name, definition.enabled, now)
+                schedules.set_enabled(conn, definition.name, definition.enabled, now)
         return self.get(definition.name)
 
     def remove(self, name: str) -> None:
         """Delete the schedule and its history. (Config schedules come back at the next sync;
         remove them from ``beat_schedule`` instead, which disables them.)"""
         with self._writing() as conn:
-            manage.delete_schedule(conn, name)
+            schedules.delete_schedule(conn, name)
 
     def pause(self, name: str) -> ScheduleInfo:
         with self._writing() as conn:
-            manage.set_enabled(conn, name, False, self._now(conn))
+            schedules.set_enabled(conn, name, False, self._now(conn))
         return self.get(name)
 
     def resume(self, name: str, *, catch_up: bool = False) -> ScheduleInfo:
         """Resume; the slots that fell inside the pause fire only with ``catch_up=True``, and
         then through the schedule's misfire policy."""
         with self._writing() as conn:
-            manage.set_enabled(conn, name, True, self._now(conn), catch_up=catch_up)
+            schedules.set_enabled(conn, name, True, self._now(conn), catch_up=catch_up)
         return self.get(name)
 
     def trigger(self, name: str) -> str:
@@ -501,7 +500,7 @@ class Schedules:
         it at once when writes notify it (see ``notify``), else within ``dbeat_max_interval``;
         with no beat running (:meth:`live_beats` is empty) it is sent when one starts."""
         with self._writing() as conn:
-            return manage.record_manual_fire(conn, name, self._now(conn))
+            return fires.record_manual_fire(conn, name, self._now(conn))
 
     def add_many(self, definitions: Iterable[Definition]) -> int:
         """Store already validated definitions (from ``Definition.create``) as new schedules, in
@@ -512,7 +511,7 @@ class Schedules:
         if not batch:
             return 0
         with self._writing() as conn:
-            manage.create_schedules(conn, batch, self._now(conn))
+            schedules.create_schedules(conn, batch, self._now(conn))
         return len(batch)
 
 

@@ -30,9 +30,8 @@ from .errors import DBeatError, SchemaVersionError
 from .locks import FireLock, make_lock
 from .metrics import NO_METRICS, start_metrics_server
 from .notify import ChangeListener, DatabaseListener, notifies_through_database
-from .store import migrate
-from .store.manage import sync_config
-from .store.queries import Store
+from .store import Store, migrate
+from .store.sync import sync_config
 from .ticker import Ticker
 
 __all__ = ["Scheduler"]

@@ -41,10 +41,9 @@ from .metrics import NO_METRICS, Metrics
 from .misfire import watched_since
 from .overlap import IDLE
 from .planning import plan
-from .store import runs
+from .store import Store, runs
 from .store.database import is_conflict
-from .store.manage import count_due
-from .store.queries import Store
+from .store.schedules import count_due
 from .validation import parse_args, parse_kwargs, parse_options
 
 __all__ = ["Publisher", "Ticker", "next_batch_size"]

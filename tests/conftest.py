@@ -1,10 +1,21 @@
+"""What every kind of test shares: the xdist grouping of the real-process tests, and private
+databases and Redis key prefixes on the real services.
+
+* ``database_url``: an empty private database on each backend (or the ones a test parametrises
+  indirectly); ``sqlite_url``: an empty private SQLite file;
+* ``postgres_store``: a migrated :class:`Store` on a private PostgreSQL database;
+* ``redis_url`` / ``redis_prefix``: the test Redis, and a key prefix cleaned up afterwards.
+"""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
 
+from celery_dbeat.store import Store, migrate
 from tests.chaos import summary as chaos_summary
 from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
 
@@ -17,27 +28,36 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     chaos_summary.print_table(terminalreporter)
 
 
+#: The xdist groups of the real-process tests: the chaos scenarios in one, every other test that
+#: starts celery processes in the other (tests/e2e/). Under ``--dist loadgroup`` each group runs
+#: one test after another on one worker, so at most two sets of celery processes run at once,
+#: beside the in-process tests on the remaining workers (run-tests.sh starts three).
+PROCESS_GROUPS = ("processes", "chaos")
+
+
+def _process_group(item: pytest.Item) -> str:
+    return "chaos" if item.path.is_relative_to(Path(__file__).parent / "chaos") else "processes"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Under pytest-xdist's --dist loadgroup (run-tests.sh), tests that start real beat and
-    # worker processes run one after another on one worker, beside the in-process tests on the
-    # other: at most one set of celery processes competes for the two cores at a time. First,
-    # so that xdist's own hook (which reads the group into the node id) sees the marker.
+    # First, so that xdist's own hook (which reads the group into the node id) sees the marker.
     for item in items:
         if item.get_closest_marker("e2e") is not None:
-            item.add_marker(pytest.mark.xdist_group("processes"))
+            item.add_marker(pytest.mark.xdist_group(_process_group(item)))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     # On an xdist worker under --dist loadgroup, xdist has now suffixed each grouped test's id
     # with its group. A pytest/xdist pair that no longer does (pytest 9.2 with xdist 3.8) would
-    # silently run celery processes on both workers at once: refuse instead.
+    # silently run any number of celery process sets at once: refuse instead.
     if not getattr(session.config.option, "loadgroup", False):
         return
     ungrouped = [
         item.nodeid
         for item in session.items
-        if item.get_closest_marker("e2e") is not None and not item.nodeid.endswith("@processes")
+        if item.get_closest_marker("e2e") is not None
+        and not item.nodeid.endswith(tuple(f"@{group}" for group in PROCESS_GROUPS))
     ]
     if ungrouped:
         raise pytest.UsageError(
@@ -53,6 +73,24 @@ def database_url(
     """An empty private database on each backend (SQLite file, PostgreSQL, MariaDB)."""
     with private_database(request.param, tmp_path_factory) as url:
         yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """An empty private SQLite file (``schedules.sqlite3`` in the test's ``tmp_path``)."""
+    return f"sqlite:///{tmp_path / 'schedules.sqlite3'}"
+
+
+@pytest.fixture
+def postgres_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A migrated store on a private PostgreSQL database (skipped without PostgreSQL, failing
+    when ``CI`` is set). Its clock of record is the test's (``server_clock=False``), as the
+    integration ``store``'s is."""
+    with private_database("postgresql", tmp_path_factory) as url:
+        store = Store(url, server_clock=False)
+        migrate(store.engine)
+        yield store
+        store.close()
 
 
 @pytest.fixture

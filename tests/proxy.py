@@ -12,11 +12,13 @@ import threading
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.services import free_port
+
 
 class Proxy:
     def __init__(self, target_host: str, target_port: int) -> None:
         self.target = (target_host, target_port)
-        self.port = _free_port()
+        self.port = free_port()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._listener: socket.socket | None = None
@@ -92,9 +94,3 @@ class Proxy:
             for sock in (src, dst):
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

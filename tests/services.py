@@ -7,6 +7,7 @@ CI can never pass by skipping.
 from __future__ import annotations
 
 import os
+import random
 import socket
 import uuid
 from collections.abc import Iterator
@@ -65,6 +66,26 @@ def amqp_url_or_skip() -> str:
     except Exception as exc:
         unavailable("RabbitMQ", shown, exc)
     return AMQP_URL
+
+
+#: Below Linux's ephemeral range (32768+), so that no outgoing connection takes a port between
+#: choosing it and the server binding it; a cluster node's bus port (+10000) stays below it too.
+_PORTS = range(12000, 22000)
+
+
+def free_port(*, with_bus: bool = False) -> int:
+    """A free loopback port for a server a test starts (a proxy, Redis, PostgreSQL, beat's
+    metrics); ``with_bus``: port + 10000 (a Redis cluster node's bus) is free too."""
+    for _ in range(200):
+        port = random.choice(_PORTS)
+        try:
+            for candidate in (port, port + 10000) if with_bus else (port,):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free loopback port")
 
 
 def unique_name(prefix: str = "dbeat_t") -> str:

@@ -14,7 +14,7 @@ from ..beat_schedule import definitions_from_app
 from ..checks import Finding, Level, run_checks
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
-from ..store.manage import sync_config
+from ..store.sync import sync_config
 from ._common import (
     CommandError,
     DBeatCommand,

@@ -13,7 +13,7 @@ from ..api import FireInfo, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..definitions import definition_from_form
 from ..specs import Cron, Spec
-from ..store.manage import CONFIG_ORIGIN
+from ..store.schedules import CONFIG_ORIGIN
 from ._common import CommandError, DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
 from ._forms import (
     KIND_OF_OPTION,

@@ -1,7 +1,7 @@
 """A schedule's state, defined once: ``finished``, ``error``, ``active`` or ``paused``.
 
 The rule is a table, so that every surface derives its form from it: Python objects
-(:func:`schedule_state`), SQLAlchemy (``store.manage.state_expression``) and the Django ORM (the
+(:func:`schedule_state`), SQLAlchemy (``store.schedules.state_expression``) and the Django ORM (the
 admin's state filter) each read :data:`RULE` rather than spelling the order out again.
 """
 

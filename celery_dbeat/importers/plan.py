@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 from ..api import ScheduleInfo
 from ..definitions import TIMING_COLUMNS, Definition
-from ..store.manage import API_ORIGIN
+from ..store.schedules import API_ORIGIN
 from .base import Imported, SourceRead
 
 __all__ = ["ACTIONS", "Step", "expected_next", "plan", "timing_notes"]

@@ -1,11 +1,15 @@
-"""Persistence. Only this package issues SQL: ``queries.py`` holds beat's hot path (due rows,
-recording and publishing fires), ``manage.py`` the writes of definitions (config sync and the
-management API), ``database.py`` engines and migrations, ``reading.py`` reads of schedule rows
-that survive a value the driver cannot convert."""
+"""Persistence. Only this package issues SQL, one module per role: ``due.py`` beat's due path
+(what is due, the batch it claims and records), ``fires.py`` fires after they are recorded
+(publishing bookkeeping, run-now fires, history), ``runs.py`` what workers report of runs and
+the overlap policy's reads, ``beats.py`` heartbeats, ``schedules.py`` the management API's writes
+and reads of schedules, ``sync.py`` the ``beat_schedule`` sync, ``health.py`` the schedules whose
+runs fail or are overdue, ``database.py`` engines, migrations and :class:`Store` (a database as
+beat uses it), ``clock.py`` the database clock, ``reading.py`` reads of rows that survive a value
+the driver cannot convert, ``models.py`` the tables."""
 
 from __future__ import annotations
 
-from .database import check_schema, create_engine, migrate
+from .database import Store, check_schema, create_engine, migrate
 from .models import Base, Fire, Schedule
 
-__all__ = ["Base", "Fire", "Schedule", "check_schema", "create_engine", "migrate"]
+__all__ = ["Base", "Fire", "Schedule", "Store", "check_schema", "create_engine", "migrate"]

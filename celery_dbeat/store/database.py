@@ -1,4 +1,5 @@
-"""Connecting to the schedule database and keeping its schema at the version the code knows.
+"""Connecting to the schedule database, keeping its schema at the version the code knows, and
+:class:`Store`: a database as beat uses it.
 
 Engines get the per-backend settings the exactly-once design relies on: SQLite serialises writers
 with ``BEGIN IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction
@@ -7,9 +8,9 @@ left idle by a paused beat so its row locks cannot block other beats for ever.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from datetime import timedelta
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,15 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+from ..core.fires import PublishRequest
 from ..errors import SchemaVersionError
+from . import beats, due, fires
+from .clock import DatabaseClock
+from .due import DueBatch, Peek
 
 __all__ = [
     "VERSION_TABLE",
+    "Store",
     "check_schema",
     "create_engine",
     "database_findings",
@@ -232,3 +238,61 @@ _STORAGE = {
     "mariadb": "DATETIME(6), naive UTC",
     "sqlite": "text, naive UTC",
 }
+
+
+class Store:
+    """A schedule database as beat uses it: an engine, the clock leases are taken on, and beat's
+    operations (:mod:`.due`, :mod:`.fires`, :mod:`.beats`). Accepts an ``Engine`` (left open) or
+    a URL (owned, closed by :meth:`close`)."""
+
+    def __init__(
+        self,
+        engine: Engine | str,
+        *,
+        engine_options: dict[str, Any] | None = None,
+        idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
+        server_clock: bool = True,
+    ):
+        if isinstance(engine, Engine):
+            self.engine, self._owns_engine = engine, False
+        else:
+            self.engine = create_engine(
+                engine, engine_options, idle_in_transaction=idle_in_transaction
+            )
+            self._owns_engine = True
+        #: The clock leases and writes are taken on (:mod:`.clock`); ``server_clock=False``
+        #: turns the database server's off, for tests that move a fake clock past leases.
+        self.clock = DatabaseClock(self.engine.dialect.name, enabled=server_clock)
+
+    def close(self) -> None:
+        if self._owns_engine:
+            self.engine.dispose()
+
+    def peek(self) -> Peek:
+        """:func:`.due.peek`: when the earliest schedule is due, and the database clock."""
+        return due.peek(self.engine, self.clock)
+
+    def claim_due(self, now: datetime, limit: int, beat: str) -> AbstractContextManager[DueBatch]:
+        """:func:`.due.claim_due`: up to ``limit`` due schedules, locked in a transaction."""
+        return due.claim_due(self.engine, self.clock, now, limit, beat)
+
+    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> list[tuple[datetime, datetime]]:
+        """:func:`.beats.heartbeat`: write this beat's row; every beat's running stretch."""
+        return beats.heartbeat(self.engine, beat, now)
+
+    def forget_beat(self, name: str) -> None:
+        beats.forget_beat(self.engine, name)
+
+    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> None:
+        fires.mark_sent(self.engine, task_ids, now, beat)
+
+    def mark_publish_failed(
+        self, task_id: str, error: str, retry_at: datetime, *, give_up: bool
+    ) -> None:
+        fires.mark_publish_failed(self.engine, task_id, error, retry_at, give_up=give_up)
+
+    def claim_stale_pending(
+        self, now: datetime, lease_until: datetime, limit: int
+    ) -> list[PublishRequest]:
+        """:func:`.fires.claim_stale_pending`: take over fires their beat did not publish."""
+        return fires.claim_stale_pending(self.engine, self.clock, now, lease_until, limit)

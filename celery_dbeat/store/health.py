@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.fires import FireStatus, RunStatus
 from ..health import HealthCandidate
-from .queries import F, S
+from .models import F, S
 from .reading import chunked
 
 __all__ = ["HEALTH_WINDOW", "unhealthy_candidates"]

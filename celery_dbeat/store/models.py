@@ -10,7 +10,9 @@ marks that schedule broken instead of failing the batch it was fetched with.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
+import sqlalchemy as sa
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -26,7 +28,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["Base", "Beat", "Fire", "Schedule"]
+__all__ = ["B", "Base", "Beat", "F", "Fire", "S", "Schedule"]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -169,3 +171,9 @@ class Beat(Base):
 
     def __repr__(self) -> str:
         return f"<Beat {self.name!r} seen {self.last_seen_at}>"
+
+
+#: The tables, for the store's SQL (Core statements, not the ORM).
+S = cast(sa.Table, Schedule.__table__)
+F = cast(sa.Table, Fire.__table__)
+B = cast(sa.Table, Beat.__table__)

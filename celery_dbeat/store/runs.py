@@ -24,7 +24,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..overlap import OverlapPolicy, RunState
-from .queries import PUBLISH_COLUMNS, F, S, Store
+from .database import Store
+from .fires import PUBLISH_COLUMNS
+from .models import F, S
 
 __all__ = [
     "RejectedRun",

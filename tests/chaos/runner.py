@@ -19,9 +19,8 @@ from typing import Any
 from celery import Celery
 
 from celery_dbeat.beat_schedule import definitions_from_app
-from celery_dbeat.store import migrate
-from celery_dbeat.store.manage import sync_config
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store, migrate
+from celery_dbeat.store.sync import sync_config
 from tests.chaos.services import PostgresCluster, RedisServer
 from tests.chaos.truth import Message, Outcome, Slot, hms, judge
 from tests.e2e.app import beat_schedule, received_key

@@ -25,17 +25,11 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from tests.services import FakeTime
+from tests.services import FakeTime, free_port
 
 
 class ServiceMissing(Exception):
     """A server binary is not installed, or the server did not start."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait_for_port(port: int, timeout: float, what: str) -> None:

@@ -44,9 +44,9 @@ def test_a_schedule_added_through_the_api_wakes_a_beat_asleep_for_its_poll_inter
     harness.wait_ready()
     harness.run_for(1)  # the beat has ticked and sleeps for POLL seconds (nothing is scheduled)
 
-    with writer(harness, through) as schedules:
-        soon = schedules.clock.now() + timedelta(seconds=2)
-        schedules.add("woken", TASK_NAME, Once(soon), args=["woken"])
+    with writer(harness, through) as api:
+        soon = api.clock.now() + timedelta(seconds=2)
+        api.add("woken", TASK_NAME, Once(soon), args=["woken"])
 
     received = harness.wait_until(
         lambda: [r for r in harness.received() if r.schedule == "woken"],
@@ -63,17 +63,17 @@ def test_run_now_wakes_a_beat_asleep_for_its_poll_interval_and_reads_as_routine(
     harness: Harness, through: str
 ) -> None:
     harness.configure({}, redis_locks=through == "redis", max_interval=POLL, lock_ttl=POLL + 60)
-    with Schedules(harness.database_url) as schedules:
-        migrate(schedules.store.engine)
-        far = schedules.clock.now() + timedelta(days=30)
-        schedules.add("on-demand", TASK_NAME, Once(far), args=["on-demand"])
+    with Schedules(harness.database_url) as api:
+        migrate(api.store.engine)
+        far = api.clock.now() + timedelta(days=30)
+        api.add("on-demand", TASK_NAME, Once(far), args=["on-demand"])
     harness.start_worker()
     beat = harness.start_beat("beat-1")
     harness.wait_ready()
     harness.run_for(1)  # the beat has ticked (housekeeping included) and sleeps for POLL seconds
 
-    with writer(harness, through) as schedules:
-        task_id = schedules.trigger("on-demand")
+    with writer(harness, through) as api:
+        task_id = api.trigger("on-demand")
         triggered = time.time()
 
     received = harness.wait_until(

@@ -22,9 +22,8 @@ from celery_dbeat.core.fires import FireKey, PublishRequest, fire_lock_key
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.locks.redis import RedisLock
-from celery_dbeat.store import create_engine, migrate
-from celery_dbeat.store.manage import sync_config
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store, create_engine, migrate
+from celery_dbeat.store.sync import sync_config
 from celery_dbeat.ticker import Ticker
 from tests.proxy import Proxy
 from tests.services import private_database

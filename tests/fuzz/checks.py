@@ -32,7 +32,8 @@ from celery_dbeat.errors import ValidationError, shown
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
-from celery_dbeat.store.queries import S, Store
+from celery_dbeat.store import Store
+from celery_dbeat.store.models import S
 from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc

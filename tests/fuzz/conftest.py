@@ -1,5 +1,5 @@
 """Fuzz fixtures: Hypothesis profiles, a migrated SQLite database per test, and no ``.hypothesis``
-directory in the repository.
+directory in the repository. (A migrated PostgreSQL one is tests/conftest.py's ``postgres_store``.)
 
 Profiles (``DBEAT_FUZZ_PROFILE``, default ``dbeat-fuzz``, or ``dbeat-fuzz-ci`` when ``CI`` is
 set; ``dbeat-fuzz-deep`` for a longer hunt): no example database, no deadline (the examples do
@@ -19,13 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from celery_dbeat.store import migrate
-from celery_dbeat.store.queries import Store
-from tests.fuzz import checks
-from tests.services import private_database
+from celery_dbeat.store import Store, migrate
 
 _COMMON: dict[str, Any] = {
     "database": None,
@@ -74,32 +72,19 @@ def _migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def sqlite_url(_migrated_template: Path, tmp_path: Path) -> str:
-    """A migrated SQLite database of this test's own (examples clear it before each run)."""
-    path = tmp_path / "schedules.sqlite3"
+def migrated_sqlite_url(sqlite_url: str, _migrated_template: Path) -> str:
+    """``sqlite_url`` (tests/conftest.py), migrated: a copy of a database migrated once per
+    session, since examples come by the hundred (each clears it before it runs)."""
+    path = sa.make_url(sqlite_url).database
+    assert path is not None
     shutil.copy(_migrated_template, path)
-    return f"sqlite:///{path}"
-
-
-@pytest.fixture(scope="module")
-def postgres_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    """A migrated PostgreSQL database shared by a module's tests (skipped without PostgreSQL,
-    failing when ``CI`` is set). Its clock of record is the tests' fake clock, as on SQLite."""
-    with private_database("postgresql", tmp_path_factory) as url:
-        store = Store(url, server_clock=False)
-        migrate(store.engine)
-        yield store
-        store.close()
+    return sqlite_url
 
 
 @pytest.fixture
-def pg_store(postgres_store: Store) -> Store:
-    checks.clear(postgres_store.engine)
-    return postgres_store
-
-
-@pytest.fixture
-def store(sqlite_url: str) -> Iterator[Store]:
-    store = Store(sqlite_url)
+def sqlite_store(migrated_sqlite_url: str) -> Iterator[Store]:
+    """A store on ``migrated_sqlite_url``; the PostgreSQL runs take ``postgres_store``
+    (tests/conftest.py)."""
+    store = Store(migrated_sqlite_url)
     yield store
     store.close()

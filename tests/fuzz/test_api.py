@@ -16,7 +16,7 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import definition_from_form
 from celery_dbeat.errors import ValidationError
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store
 from tests.fuzz import checks
 from tests.fuzz.conftest import fuzz_settings
 from tests.fuzz.strategies import (
@@ -49,9 +49,9 @@ def add_and_check(store: Store, created: datetime, arguments: dict[str, Any]) ->
     outcome for Hypothesis' statistics."""
     checks.clear(store.engine)
     before = checks.snapshot(store.engine)
-    schedules = Schedules(store, clock=FixedClock(created))
+    api = Schedules(store, clock=FixedClock(created))
     try:
-        schedules.add(**arguments)
+        api.add(**arguments)
     except ValidationError as exc:
         checks.assert_standard_error(exc)
         assert checks.snapshot(store.engine) == before, "a refused write changed the database"
@@ -66,7 +66,7 @@ def add_and_check(store: Store, created: datetime, arguments: dict[str, Any]) ->
         payload["args"] = list(payload["args"])
     name = arguments["name"]
     checks.assert_usable(store, name, created, payload)
-    info = schedules.get(name)
+    info = api.get(name)
     if not info.enabled and info.finished_at is None:
         resumed = Schedules(store, clock=FixedClock(created)).resume(name)
         assert resumed.enabled
@@ -79,9 +79,9 @@ def add_and_check(store: Store, created: datetime, arguments: dict[str, Any]) ->
 @fuzz_settings(scale=1.5)
 @given(created=CREATED, arguments=add_arguments_strategy())
 def test_any_add_is_refused_with_the_standard_error_or_stored_usable_by_beat(
-    store: Store, created: datetime, arguments: dict[str, Any]
+    sqlite_store: Store, created: datetime, arguments: dict[str, Any]
 ) -> None:
-    add_and_check(store, created, arguments)
+    add_and_check(sqlite_store, created, arguments)
 
 
 @fuzz_settings()
@@ -93,7 +93,7 @@ def test_any_add_is_refused_with_the_standard_error_or_stored_usable_by_beat(
     jitter=st.one_of(st.none(), durations()),
 )
 def test_cron_specs_and_zones_are_refused_cleanly_or_fire_on_their_slots(
-    store: Store,
+    sqlite_store: Store,
     created: datetime,
     expr: str,
     zone: Any,
@@ -101,7 +101,7 @@ def test_cron_specs_and_zones_are_refused_cleanly_or_fire_on_their_slots(
     jitter: Any,
 ) -> None:
     add_and_check(
-        store,
+        sqlite_store,
         created,
         {
             "name": "c",
@@ -125,7 +125,7 @@ def test_cron_specs_and_zones_are_refused_cleanly_or_fire_on_their_slots(
     catchup_limit=st.one_of(st.none(), st.integers(-1, 3)),
 )
 def test_interval_durations_and_bounds_are_refused_cleanly_or_fire_on_the_grid(
-    store: Store,
+    sqlite_store: Store,
     created: datetime,
     every: Any,
     start_at: datetime | None,
@@ -136,7 +136,7 @@ def test_interval_durations_and_bounds_are_refused_cleanly_or_fire_on_the_grid(
     catchup_limit: int | None,
 ) -> None:
     add_and_check(
-        store,
+        sqlite_store,
         created,
         {
             "name": "i",
@@ -160,10 +160,10 @@ def test_interval_durations_and_bounds_are_refused_cleanly_or_fire_on_the_grid(
     options=payloads("options"),
 )
 def test_json_payloads_are_refused_cleanly_or_published_as_given(
-    store: Store, created: datetime, args: Any, kwargs: Any, options: Any
+    sqlite_store: Store, created: datetime, args: Any, kwargs: Any, options: Any
 ) -> None:
     add_and_check(
-        store,
+        sqlite_store,
         created,
         {
             "name": "j",
@@ -232,21 +232,21 @@ _MAIN = {("interval", "every"), ("once", "run_at")}
 @fuzz_settings()
 @given(created=CREATED, form=forms())
 def test_plain_forms_are_refused_cleanly_or_stored_usable_by_beat(
-    store: Store, created: datetime, form: dict[str, Any]
+    sqlite_store: Store, created: datetime, form: dict[str, Any]
 ) -> None:
-    checks.clear(store.engine)
-    before = checks.snapshot(store.engine)
-    schedules = Schedules(store, clock=FixedClock(created))
+    checks.clear(sqlite_store.engine)
+    before = checks.snapshot(sqlite_store.engine)
+    api = Schedules(sqlite_store, clock=FixedClock(created))
     try:
-        info = schedules.create(definition_from_form(form))
+        info = api.create(definition_from_form(form))
     except ValidationError as exc:
         checks.assert_standard_error(exc)
-        assert checks.snapshot(store.engine) == before
+        assert checks.snapshot(sqlite_store.engine) == before
         event(f"refused: {exc.field}")
         return
     event(f"accepted: {info.schedule.__class__.__name__}")
     payload = {"args": info.args, "kwargs": info.kwargs, "options": info.options}
-    checks.assert_usable(store, "f", created, payload)
+    checks.assert_usable(sqlite_store, "f", created, payload)
 
 
 @fuzz_settings(scale=0.6)
@@ -256,22 +256,24 @@ def test_plain_forms_are_refused_cleanly_or_stored_usable_by_beat(
     changes=add_arguments_strategy(),
 )
 def test_updates_are_refused_leaving_the_row_as_it_was_or_leave_a_usable_row(
-    store: Store, created: datetime, later: Any, changes: dict[str, Any]
+    sqlite_store: Store, created: datetime, later: Any, changes: dict[str, Any]
 ) -> None:
-    checks.clear(store.engine)
-    Schedules(store, clock=FixedClock(created)).add("u", "proj.tasks.u", Every("5m"), args=[1])
-    before = checks.snapshot(store.engine)
+    checks.clear(sqlite_store.engine)
+    Schedules(sqlite_store, clock=FixedClock(created)).add(
+        "u", "proj.tasks.u", Every("5m"), args=[1]
+    )
+    before = checks.snapshot(sqlite_store.engine)
     edited = created + later
     changes.pop("name")
     changes = {k: v for k, v in changes.items() if k != "enabled"}
     try:
-        Schedules(store, clock=FixedClock(edited)).update("u", **changes)
+        Schedules(sqlite_store, clock=FixedClock(edited)).update("u", **changes)
     except ValidationError as exc:
         checks.assert_standard_error(exc)
-        assert checks.snapshot(store.engine) == before
+        assert checks.snapshot(sqlite_store.engine) == before
         event(f"refused: {exc.field}")
         return
-    info = Schedules(store).get("u")
+    info = Schedules(sqlite_store).get("u")
     event("accepted")
     payload = {"args": info.args, "kwargs": info.kwargs, "options": info.options}
-    checks.assert_usable(store, "u", edited, payload)
+    checks.assert_usable(sqlite_store, "u", edited, payload)

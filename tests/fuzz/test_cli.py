@@ -11,8 +11,7 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from celery_dbeat.store.queries import Store
-from tests.cli.conftest import Cli, make_app
+from celery_dbeat.store import Store
 from tests.fuzz import checks
 from tests.fuzz.conftest import fuzz_settings
 from tests.fuzz.strategies import (
@@ -25,6 +24,7 @@ from tests.fuzz.strategies import (
     oracle_cron_expressions,
     payloads,
 )
+from tests.integration.cli.conftest import Cli, make_app
 
 #: ``Error: field=value: problem`` for a bad value (exit 1).
 FIELD_ERROR = re.compile(r"^Error: ([a-z_]+(?:\.[a-z_]+)?)=")
@@ -117,10 +117,10 @@ def _check_failure(result: Any, before: Any, engine: Any) -> str:
 @fuzz_settings(scale=1)
 @given(options=command_options(spec_required=True))
 def test_add_exits_0_with_a_usable_row_or_non_zero_with_one_error_line_and_no_row(
-    sqlite_url: str, options: list[str]
+    migrated_sqlite_url: str, options: list[str]
 ) -> None:
-    cli = Cli(make_app(sqlite_url))
-    store = Store(sqlite_url)
+    cli = Cli(make_app(migrated_sqlite_url))
+    store = Store(migrated_sqlite_url)
     try:
         checks.clear(store.engine)
         before = checks.snapshot(store.engine)
@@ -141,10 +141,10 @@ def test_add_exits_0_with_a_usable_row_or_non_zero_with_one_error_line_and_no_ro
 @fuzz_settings(scale=0.5)
 @given(options=command_options(spec_required=False))
 def test_update_exits_0_with_a_usable_row_or_non_zero_changing_nothing(
-    sqlite_url: str, options: list[str]
+    migrated_sqlite_url: str, options: list[str]
 ) -> None:
-    cli = Cli(make_app(sqlite_url))
-    store = Store(sqlite_url)
+    cli = Cli(make_app(migrated_sqlite_url))
+    store = Store(migrated_sqlite_url)
     try:
         checks.clear(store.engine)
         cli.ok("add", "fz", "proj.tasks.fz", "--every", "5m", "--args", "[1]")

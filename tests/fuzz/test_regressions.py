@@ -18,7 +18,7 @@ from celery_dbeat import Cron, Every, Once
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.errors import ValidationError
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store
 from tests.fuzz import checks
 from tests.fuzz.strategies import nested
 
@@ -157,9 +157,9 @@ POSTGRES = [
 def _add_refuses_or_stores_exactly(store: Store, field: str, arguments: dict[str, Any]) -> None:
     before = checks.snapshot(store.engine)
     arguments = {"name": "r", "task": "proj.tasks.r", **arguments}
-    schedules = Schedules(store, clock=FixedClock(NOW))
+    api = Schedules(store, clock=FixedClock(NOW))
     try:
-        info = schedules.add(**arguments)
+        info = api.add(**arguments)
     except ValidationError as exc:
         refused = checks.assert_standard_error(exc)
     else:
@@ -176,23 +176,23 @@ def _add_refuses_or_stores_exactly(store: Store, field: str, arguments: dict[str
 
 @pytest.mark.parametrize(("field", "arguments"), ANY_BACKEND + SQLITE)
 def test_sqlite_refuses_with_the_standard_error_or_stores_exactly(
-    store: Store, field: str, arguments: dict[str, Any]
+    sqlite_store: Store, field: str, arguments: dict[str, Any]
 ) -> None:
-    _add_refuses_or_stores_exactly(store, field, arguments)
+    _add_refuses_or_stores_exactly(sqlite_store, field, arguments)
 
 
 @pytest.mark.parametrize(("field", "arguments"), POSTGRES)
 def test_postgresql_refuses_with_the_standard_error_or_stores_exactly(
-    pg_store: Store, field: str, arguments: dict[str, Any]
+    postgres_store: Store, field: str, arguments: dict[str, Any]
 ) -> None:
-    _add_refuses_or_stores_exactly(pg_store, field, arguments)
+    _add_refuses_or_stores_exactly(postgres_store, field, arguments)
 
 
-def test_nested_non_string_keys_are_refused_rather_than_rewritten(store: Store) -> None:
+def test_nested_non_string_keys_are_refused_rather_than_rewritten(sqlite_store: Store) -> None:
     # Was: only top-level kwargs keys were checked, and json.dumps turned the nested key 1 into
     # '1', so the task would have received {'a': {'1': 2}}.
     _add_refuses_or_stores_exactly(
-        store, "kwargs", {"schedule": Every(60), "kwargs": {"a": {1: 2}}}
+        sqlite_store, "kwargs", {"schedule": Every(60), "kwargs": {"a": {1: 2}}}
     )
 
 

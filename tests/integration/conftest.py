@@ -1,10 +1,13 @@
 """Integration fixtures: real databases, real Redis, and a clock that only moves when told.
 
+The surface suites (cli/, django/, flask/) are integration tests too and share these.
+
 * ``store``: a migrated :class:`Store` on each backend of ``database_url``;
+* ``api``: the management API (:class:`celery_dbeat.api.Schedules`) on ``store``, on ``clock``;
 * ``lock_backend`` / ``lock``: every :class:`FireLock` implementation (database, Redis);
 * ``clock``: a :class:`FixedClock` at :data:`START`;
 * ``publisher`` / ``failing_publisher``: stand-ins for the broker;
-* ``schedules``: write schedules through ``sync_config`` or straight into the table, read rows back;
+* ``tables``: write schedules through ``sync_config`` or straight into the tables, read rows back;
 * ``make_ticker``: a :class:`Ticker` with test settings.
 """
 
@@ -19,14 +22,14 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Row
 
+from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
-from celery_dbeat.core.fires import PublishRequest
+from celery_dbeat.core.fires import PublishRequest, fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock, FireLock
-from celery_dbeat.store import Fire, Schedule, migrate
-from celery_dbeat.store.manage import SyncReport, sync_config
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Fire, Schedule, Store, migrate
+from celery_dbeat.store.sync import SyncReport, sync_config
 from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc
@@ -123,7 +126,15 @@ def lock(lock_backend: LockBackend) -> FireLock:
 
 @pytest.fixture
 def clock() -> FixedClock:
+    """A clock at :data:`START` that moves only when the test says (``set``, ``advance``)."""
     return FixedClock(START)
+
+
+@pytest.fixture
+def api(store: Store, clock: FixedClock) -> Iterator[Schedules]:
+    """The management API on ``store``, writing at ``clock``'s time."""
+    with Schedules(store, clock=clock) as api:
+        yield api
 
 
 Call = tuple[PublishRequest, list[Any], dict[str, Any], dict[str, Any]]
@@ -201,6 +212,10 @@ def make_ticker(
     return make
 
 
+#: The type of the ``make_ticker`` fixture.
+MakeTicker = Callable[..., Ticker]
+
+
 def run(
     ticker: Ticker, clock: FixedClock, until: datetime, *, step: timedelta | None = None
 ) -> int:
@@ -220,12 +235,29 @@ def run(
         clock.set(min(clock.now() + delta, until))
 
 
-# Schedules ---------------------------------------------------------------------------------------
+def slots(first: datetime, step: timedelta, last: datetime) -> list[datetime]:
+    """``first, first + step, ...`` up to and including ``last``: slots by arithmetic."""
+    count = (last - first) // step + 1 if last >= first else 0
+    return [first + n * step for n in range(count)]
+
+
+def fires(name: str, instants: list[datetime]) -> list[tuple[str, datetime, str]]:
+    """The ``(schedule name, slot, task id)`` beat publishes for each of ``instants``."""
+    return [(name, t, fire_task_id(name, t)) for t in instants]
+
+
+def published(publisher: RecordingPublisher) -> list[tuple[str, datetime, str]]:
+    """What ``publisher`` received, as :func:`fires` writes it."""
+    return [(r.schedule_name, r.slot, r.task_id) for r, *_ in publisher]
+
+
+# The tables --------------------------------------------------------------------------------------
 
 
 @dataclass
-class Schedules:
-    """Write schedules into a store and read back what beat made of them."""
+class Tables:
+    """Write schedules into a store's tables and read back what beat made of them: through
+    ``sync_config`` (as beat's start-up does) or as raw rows, bypassing the management API."""
 
     store: Store
 
@@ -284,5 +316,6 @@ class Schedules:
 
 
 @pytest.fixture
-def schedules(store: Store) -> Schedules:
-    return Schedules(store)
+def tables(store: Store) -> Tables:
+    """The schedule and fire tables of ``store``, read and written directly."""
+    return Tables(store)

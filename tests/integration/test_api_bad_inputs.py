@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,23 +10,18 @@ from celery_dbeat import Cron, Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.definitions import definition_from_form
 from celery_dbeat.errors import ValidationError
-from celery_dbeat.store import migrate
 from tests.bad_inputs import VALID, BadInput, bad_input_params
 
-
-@pytest.fixture
-def schedules(tmp_path: Path) -> Iterator[Schedules]:
-    with Schedules(f"sqlite:///{tmp_path / 'api.sqlite3'}") as api:
-        migrate(api.store.engine)
-        yield api
+#: The API's own checks do not depend on the database: one private SQLite file is enough.
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
-def _add_typed(schedules: Schedules, fields: dict[str, Any]) -> None:
+def _add_typed(api: Schedules, fields: dict[str, Any]) -> None:
     if fields["kind"] == "cron":
         spec: Cron | Every = Cron(fields["cron"], fields["timezone"], dst_gap=fields.get("dst_gap"))
     else:
         spec = Every(float(fields["every"]))
-    schedules.add(
+    api.add(
         fields["name"],
         fields["task"],
         spec,
@@ -42,24 +35,24 @@ def _add_typed(schedules: Schedules, fields: dict[str, Any]) -> None:
     )
 
 
-def _create_from_form(schedules: Schedules, fields: dict[str, Any]) -> None:
-    schedules.create(definition_from_form(fields))
+def _create_from_form(api: Schedules, fields: dict[str, Any]) -> None:
+    api.create(definition_from_form(fields))
 
 
 @pytest.mark.parametrize("case", bad_input_params())
 @pytest.mark.parametrize("path", ["typed-add", "plain-form-create"])
 def test_the_api_rejects_each_bad_input_naming_the_field_and_stores_nothing(
-    schedules: Schedules, case: BadInput, path: str
+    api: Schedules, case: BadInput, path: str
 ) -> None:
     fields = {**VALID, **case.fields}
     write = _add_typed if path == "typed-add" else _create_from_form
     with pytest.raises(ValidationError) as caught:
-        write(schedules, fields)
+        write(api, fields)
     assert caught.value.field == case.error_field
     assert case.message in str(caught.value)
-    assert schedules.list() == []
+    assert api.list() == []
 
 
-def test_the_valid_base_of_the_table_is_accepted(schedules: Schedules) -> None:
-    _add_typed(schedules, dict(VALID))
-    assert [info.name for info in schedules.list()] == [VALID["name"]]
+def test_the_valid_base_of_the_table_is_accepted(api: Schedules) -> None:
+    _add_typed(api, dict(VALID))
+    assert [info.name for info in api.list()] == [VALID["name"]]

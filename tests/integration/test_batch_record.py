@@ -13,8 +13,8 @@ from celery_dbeat import Cron
 from celery_dbeat.definitions import Definition
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
-from celery_dbeat.store.queries import Store
-from tests.integration.conftest import Schedules, at
+from celery_dbeat.store import Store
+from tests.integration.conftest import Tables, at
 
 LEASE = timedelta(seconds=60)
 RULES = MisfireRules()
@@ -25,21 +25,21 @@ def _hourly(name: str, **fields: object) -> Definition:
 
 
 def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync(
+    tables.sync(
         [_hourly("plain"), _hourly("edited"), _hourly("moved"), _hourly("last", max_runs=1)],
         at("08:30"),
     )
-    schedules.insert("to-compute", next_run_at=None)
-    schedules.insert("broken", next_run_at=at("08:00"), cron="not a cron")
+    tables.insert("to-compute", next_run_at=None)
+    tables.insert("broken", next_run_at=at("08:00"), cron="not a cron")
     now = at("09:00:02")
     with store.claim_due(now, 10, "beat-1") as batch:
         stale = {row.name: row for row in batch.schedules}  # read; nothing recorded yet
     assert sorted(stale) == ["broken", "edited", "last", "moved", "plain", "to-compute"]
 
     # Meanwhile an edit bumps one row's version and another beat moves another's next_run_at.
-    assert schedules.sync(
+    assert tables.sync(
         [
             _hourly("plain"),
             _hourly("edited", args=[1]),
@@ -48,7 +48,7 @@ def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
         ],
         at("09:00:01"),
     ).updated == ["edited"]
-    schedules.update("moved", next_run_at=at("10:00"))
+    tables.update("moved", next_run_at=at("10:00"))
 
     with store.claim_due(now, 10, "beat-1") as batch:
         requests = batch.record([plan(row, now, RULES) for row in stale.values()], now + LEASE)
@@ -59,7 +59,7 @@ def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
         ("last", at("09:00")),
         ("plain", at("09:00")),
     ]
-    plain, last = schedules.row("plain"), schedules.row("last")
+    plain, last = tables.row("plain"), tables.row("last")
     assert (plain.next_run_at, plain.last_slot, plain.run_count) == (at("10:00"), at("09:00"), 1)
     assert (plain.enabled, plain.finished_at, plain.last_error) == (True, None, None)
     assert (last.next_run_at, last.run_count, last.enabled, last.finished_at) == (
@@ -68,15 +68,15 @@ def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
         False,
         now,
     )
-    assert schedules.row("to-compute").next_run_at == at("10:00")
-    assert schedules.row("to-compute").run_count == 0
-    broken = schedules.row("broken")
+    assert tables.row("to-compute").next_run_at == at("10:00")
+    assert tables.row("to-compute").run_count == 0
+    broken = tables.row("broken")
     assert broken.next_run_at is None
     assert broken.last_error is not None
     assert broken.enabled
-    assert schedules.row("edited").next_run_at == at("09:00")
-    assert schedules.row("moved").next_run_at == at("10:00")
-    assert sorted((f.name, f.status) for f in schedules.fires()) == [
+    assert tables.row("edited").next_run_at == at("09:00")
+    assert tables.row("moved").next_run_at == at("10:00")
+    assert sorted((f.name, f.status) for f in tables.fires()) == [
         ("last", "pending"),
         ("plain", "pending"),
     ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -15,14 +15,8 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import ScheduleExists, ScheduleNotFound, ValidationError
-from celery_dbeat.store.queries import Store
-from tests.integration.conftest import START, at
-
-
-@pytest.fixture
-def schedules(store: Store) -> Iterator[Schedules]:
-    with Schedules(store, clock=FixedClock(START)) as api:
-        yield api
+from celery_dbeat.store import Store
+from tests.integration.conftest import at
 
 
 def _every_minute(name: str, second: int = 0) -> Definition:
@@ -31,56 +25,56 @@ def _every_minute(name: str, second: int = 0) -> Definition:
     )
 
 
-def test_add_many_stores_each_definition_as_add_does(schedules: Schedules) -> None:
+def test_add_many_stores_each_definition_as_add_does(api: Schedules) -> None:
     definitions = [_every_minute(f"bulk-{i}", second=i % 60) for i in range(1500)]
     definitions.append(Definition.create(name="poll", task="proj.tasks.poll", schedule=Every(30)))
 
-    assert schedules.add_many(definitions) == 1501
+    assert api.add_many(definitions) == 1501
 
-    assert len(schedules.list()) == 1501
-    seventh = schedules.get("bulk-7")
+    assert len(api.list()) == 1501
+    seventh = api.get("bulk-7")
     assert (seventh.args, seventh.next_run_at, seventh.enabled) == (
         ["bulk-7"],
         at("09:00:07"),
         True,
     )
-    schedules.add("single", "proj.tasks.poll", Every(30))
-    assert schedules.get("poll").next_run_at == schedules.get("single").next_run_at
+    api.add("single", "proj.tasks.poll", Every(30))
+    assert api.get("poll").next_run_at == api.get("single").next_run_at
 
 
-def test_add_many_of_nothing_stores_nothing(schedules: Schedules) -> None:
-    assert schedules.add_many([]) == 0
-    assert schedules.list() == []
+def test_add_many_of_nothing_stores_nothing(api: Schedules) -> None:
+    assert api.add_many([]) == 0
+    assert api.list() == []
 
 
 def test_add_many_refuses_a_taken_name_and_stores_none_of_the_batch(
-    schedules: Schedules,
+    api: Schedules,
 ) -> None:
-    schedules.add("bulk-3", "proj.tasks.tick", Every(60))
+    api.add("bulk-3", "proj.tasks.tick", Every(60))
 
     with pytest.raises(ScheduleExists, match="bulk-3"):
-        schedules.add_many([_every_minute(f"bulk-{i}") for i in range(5)])
+        api.add_many([_every_minute(f"bulk-{i}") for i in range(5)])
 
-    assert [s.name for s in schedules.list()] == ["bulk-3"]
+    assert [s.name for s in api.list()] == ["bulk-3"]
 
 
-def test_add_many_refuses_a_name_given_twice(schedules: Schedules) -> None:
+def test_add_many_refuses_a_name_given_twice(api: Schedules) -> None:
     with pytest.raises(ValidationError, match="twice"):
-        schedules.add_many([_every_minute("same"), _every_minute("other"), _every_minute("same")])
+        api.add_many([_every_minute("same"), _every_minute("other"), _every_minute("same")])
 
-    assert schedules.list() == []
+    assert api.list() == []
 
 
 # update_many -----------------------------------------------------------------------------------
 
 
-def _load(schedules: Schedules, count: int) -> list[str]:
+def _load(api: Schedules, count: int) -> list[str]:
     names = [f"bulk-{i}" for i in range(count)]
-    schedules.add_many([_every_minute(name, second=i % 60) for i, name in enumerate(names)])
+    api.add_many([_every_minute(name, second=i % 60) for i, name in enumerate(names)])
     return names
 
 
-def test_update_many_stores_each_change_as_update_does(schedules: Schedules) -> None:
+def test_update_many_stores_each_change_as_update_does(api: Schedules, clock: FixedClock) -> None:
     """Twin schedules ``a-i`` and ``b-i``: the a's edited in one batch, the b's one by one."""
 
     def twin(prefix: str, i: int) -> Definition:
@@ -89,9 +83,8 @@ def test_update_many_stores_each_change_as_update_does(schedules: Schedules) -> 
         )
 
     count = 120
-    schedules.add_many([twin(prefix, i) for prefix in "ab" for i in range(count)])
-    assert isinstance(schedules.clock, FixedClock)
-    schedules.clock.advance(90)  # the retimed ones restart from here
+    api.add_many([twin(prefix, i) for prefix in "ab" for i in range(count)])
+    clock.advance(90)  # the retimed ones restart from here
     changes: dict[int, dict[str, Any]] = {}
     for i in range(count):
         if i % 3 == 0:
@@ -101,11 +94,11 @@ def test_update_many_stores_each_change_as_update_does(schedules: Schedules) -> 
         else:
             changes[i] = {"options": {"queue": "q"}, "schedule": Cron("*/5 * * * *")}
 
-    assert schedules.update_many({f"a-{i}": fields for i, fields in changes.items()}) == count
+    assert api.update_many({f"a-{i}": fields for i, fields in changes.items()}) == count
 
     for i, fields in changes.items():
-        schedules.update(f"b-{i}", **fields)
-    infos = {info.name: vars(info) for info in schedules.list()}
+        api.update(f"b-{i}", **fields)
+    infos = {info.name: vars(info) for info in api.list()}
     ignored = {"id", "name", "created_at", "updated_at"}
     for i in range(count):
         batch, single = infos[f"a-{i}"], infos[f"b-{i}"]
@@ -117,55 +110,53 @@ def test_update_many_stores_each_change_as_update_does(schedules: Schedules) -> 
     assert infos["a-0"]["version"] == 2
 
 
-def test_update_many_counts_only_what_changed(schedules: Schedules) -> None:
-    names = _load(schedules, 3)
-    same = {"args": list(schedules.get(names[0]).args)}
-    assert schedules.update_many({names[0]: same, names[1]: {"args": ["new"]}}) == 1
-    assert schedules.get(names[0]).version == 1
-    assert schedules.update_many({}) == 0
+def test_update_many_counts_only_what_changed(api: Schedules) -> None:
+    names = _load(api, 3)
+    same = {"args": list(api.get(names[0]).args)}
+    assert api.update_many({names[0]: same, names[1]: {"args": ["new"]}}) == 1
+    assert api.get(names[0]).version == 1
+    assert api.update_many({}) == 0
 
 
-def test_update_many_with_an_unknown_name_stores_nothing(schedules: Schedules) -> None:
-    names = _load(schedules, 3)
+def test_update_many_with_an_unknown_name_stores_nothing(api: Schedules) -> None:
+    names = _load(api, 3)
     with pytest.raises(ScheduleNotFound, match="nope"):
-        schedules.update_many({names[0]: {"args": ["new"]}, "nope": {"args": []}})
-    assert schedules.get(names[0]).args == [names[0]]
+        api.update_many({names[0]: {"args": ["new"]}, "nope": {"args": []}})
+    assert api.get(names[0]).args == [names[0]]
 
 
 def test_update_many_with_one_bad_value_names_field_and_schedule_and_stores_nothing(
-    schedules: Schedules,
+    api: Schedules,
 ) -> None:
-    names = _load(schedules, 3)
+    names = _load(api, 3)
     with pytest.raises(ValidationError) as caught:
-        schedules.update_many(
-            {names[0]: {"args": ["new"]}, names[2]: {"schedule": Cron("61 * * * *")}}
-        )
+        api.update_many({names[0]: {"args": ["new"]}, names[2]: {"schedule": Cron("61 * * * *")}})
     assert caught.value.field == "cron"
     assert "'bulk-2'" in str(caught.value)
-    assert schedules.get(names[0]).args == [names[0]]
+    assert api.get(names[0]).args == [names[0]]
 
 
 @pytest.mark.parametrize(
     ("field", "value"), [("name", "renamed"), ("enabled", False), ("colour", "red")]
 )
 def test_update_many_refuses_a_field_it_does_not_edit(
-    schedules: Schedules, field: str, value: Any
+    api: Schedules, field: str, value: Any
 ) -> None:
-    names = _load(schedules, 2)
+    names = _load(api, 2)
     with pytest.raises(ValidationError, match="not an editable field") as caught:
-        schedules.update_many({names[0]: {"args": ["new"]}, names[1]: {field: value}})
+        api.update_many({names[0]: {"args": ["new"]}, names[1]: {field: value}})
     assert caught.value.field == field
-    assert schedules.get(names[0]).args == [names[0]]
+    assert api.get(names[0]).args == [names[0]]
 
 
 def test_update_many_from_two_writers_on_the_same_rows_loses_neither_edit(
-    schedules: Schedules, open_store: Callable[[], Store]
+    api: Schedules, open_store: Callable[[], Store]
 ) -> None:
     """Each writer stores whole definitions read in its transaction; the rows are locked when
     read, so the second writer reads what the first wrote instead of writing back stale
     fields (without the lock the ``args`` of one writer are lost on PostgreSQL and MariaDB)."""
-    names = _load(schedules, 200)
-    writers = [Schedules(open_store(), clock=schedules.clock) for _ in range(2)]
+    names = _load(api, 200)
+    writers = [Schedules(open_store(), clock=api.clock) for _ in range(2)]
     edits = [
         {name: {"args": ["forward"]} for name in names},
         {name: {"kwargs": {"by": "backward"}} for name in reversed(names)},
@@ -173,7 +164,9 @@ def test_update_many_from_two_writers_on_the_same_rows_loses_neither_edit(
     with ThreadPoolExecutor(2) as pool:
         done = [pool.submit(w.update_many, e) for w, e in zip(writers, edits, strict=True)]
         assert [future.result(timeout=60) for future in done] == [200, 200]
-    for info in schedules.list():
+    stored = api.list()
+    assert sorted(info.name for info in stored) == sorted(names)
+    for info in stored:
         assert (info.args, info.kwargs, info.version) == (["forward"], {"by": "backward"}, 3)
     for writer in writers:
         writer.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,22 +25,16 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.fires import fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import ConfigurationError
-from celery_dbeat.store.manage import SyncReport, sync_config
-from celery_dbeat.store.queries import Store
-from celery_dbeat.ticker import Ticker
-from tests.integration.conftest import START, RecordingPublisher, Schedules, at, run
+from celery_dbeat.store import Store
+from celery_dbeat.store.sync import SyncReport, sync_config
+from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables, at, run
 
 UTC = timezone.utc
-MakeTicker = Callable[..., Ticker]
 
 
 def define(name: str, schedule: Any, **fields: Any) -> Definition:
     fields.setdefault("task", f"tasks.{name}")
     return Definition.create(name=name, schedule=schedule, **fields)
-
-
-def published(publisher: RecordingPublisher) -> list[tuple[str, datetime]]:
-    return [(r.schedule_name, r.slot) for r, *_ in publisher]
 
 
 # Creating ----------------------------------------------------------------------------------------
@@ -64,37 +57,37 @@ CREATED = [
 
 @pytest.mark.parametrize(("definition", "next_run_at", "enabled"), CREATED)
 def test_sync_creates_a_row_with_its_first_slot_after_the_sync_time(
-    schedules: Schedules, definition: Definition, next_run_at: datetime, enabled: bool
+    tables: Tables, definition: Definition, next_run_at: datetime, enabled: bool
 ) -> None:
     now = at("09:07")
 
-    report = schedules.sync([definition], now)
+    report = tables.sync([definition], now)
 
     assert report == SyncReport(created=[definition.name])
-    row = schedules.row(definition.name)
+    row = tables.row(definition.name)
     assert (row.next_run_at, row.enabled, row.origin) == (next_run_at, enabled, "config")
     assert (row.version, row.run_count, row.created_at, row.updated_at) == (1, 0, now, now)
     assert row.anchor_at == (definition.start_at or now)
     assert (row.finished_at, row.last_error, row.last_slot) == (None, None, None)
 
 
-def test_sync_stores_the_payload_as_json(schedules: Schedules) -> None:
+def test_sync_stores_the_payload_as_json(tables: Tables) -> None:
     definition = define(
         "payload", Every(60), args=(1, "two"), kwargs={"b": 2, "a": [1]},
         options={"queue": "reports", "priority": 3},
     )  # fmt: skip
 
-    schedules.sync([definition], START)
+    tables.sync([definition], START)
 
-    row = schedules.row("payload")
+    row = tables.row("payload")
     assert (row.task, row.args, row.kwargs) == ("tasks.payload", '[1, "two"]', '{"a": [1], "b": 2}')
     assert row.options == '{"priority": 3, "queue": "reports"}'
 
 
-def test_a_once_schedule_already_past_is_created_finished(schedules: Schedules) -> None:
-    schedules.sync([define("gone", Once(at("08:00")))], at("09:07"))
+def test_a_once_schedule_already_past_is_created_finished(tables: Tables) -> None:
+    tables.sync([define("gone", Once(at("08:00")))], at("09:07"))
 
-    row = schedules.row("gone")
+    row = tables.row("gone")
     assert (row.enabled, row.next_run_at, row.finished_at) == (False, None, at("09:07"))
 
 
@@ -113,15 +106,15 @@ EVERYTHING = [
 ]  # fmt: skip
 
 
-def test_sync_is_idempotent(schedules: Schedules) -> None:
-    first = schedules.sync(EVERYTHING, at("09:07"))
-    before = schedules.rows()
+def test_sync_is_idempotent(tables: Tables) -> None:
+    first = tables.sync(EVERYTHING, at("09:07"))
+    before = tables.rows()
 
-    second = schedules.sync(EVERYTHING, at("09:50"))
+    second = tables.sync(EVERYTHING, at("09:50"))
 
     assert first.created == [d.name for d in EVERYTHING]
     assert second == SyncReport(unchanged=[d.name for d in EVERYTHING])
-    assert schedules.rows() == before
+    assert tables.rows() == before
 
 
 @pytest.mark.parametrize(
@@ -142,16 +135,16 @@ def test_sync_is_idempotent(schedules: Schedules) -> None:
     ],
 )
 def test_interval_lengths_and_grace_windows_survive_the_database_exactly(
-    schedules: Schedules, definition: Definition
+    tables: Tables, definition: Definition
 ) -> None:
-    schedules.sync([definition], at("09:00"))
+    tables.sync([definition], at("09:00"))
 
-    row = schedules.row("s")
+    row = tables.row("s")
     assert (row.every, row.misfire_grace) == (
         definition.spec.get("every"),
         definition.misfire_grace,
     )
-    assert schedules.sync([definition], at("09:05")) == SyncReport(unchanged=["s"])
+    assert tables.sync([definition], at("09:05")) == SyncReport(unchanged=["s"])
 
 
 # Edits -------------------------------------------------------------------------------------------
@@ -169,7 +162,7 @@ TIMING_EDITS = [
 
 @pytest.mark.parametrize(("before", "after", "next_run_at"), TIMING_EDITS)
 def test_changing_the_timing_recomputes_next_run_at_from_the_sync_time(
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -177,20 +170,20 @@ def test_changing_the_timing_recomputes_next_run_at_from_the_sync_time(
     after: Any,
     next_run_at: datetime,
 ) -> None:
-    schedules.sync([define("s", before)], START)
-    old_next = schedules.row("s").next_run_at
+    tables.sync([define("s", before)], START)
+    old_next = tables.row("s").next_run_at
 
-    report = schedules.sync([define("s", after)], at("09:07"))
+    report = tables.sync([define("s", after)], at("09:07"))
 
     assert report == SyncReport(updated=["s"])
-    row = schedules.row("s")
+    row = tables.row("s")
     assert (row.next_run_at, row.version, row.updated_at) == (next_run_at, 2, at("09:07"))
     assert row.anchor_at == at("09:07")
     # The old slot never fires after the edit.
     clock.set(at("09:07"))
     run(make_ticker(max_interval="1h", lock_ttl="2h"), clock, max(old_next, next_run_at))
-    assert published(publisher)[0] == ("s", next_run_at)
-    assert ("s", old_next) not in published(publisher)
+    assert publisher.fires[0] == ("s", next_run_at)
+    assert ("s", old_next) not in publisher.fires
 
 
 PAYLOAD_EDITS = [
@@ -209,20 +202,20 @@ PAYLOAD_EDITS = [
     [pytest.param(Every(600), id="interval"), pytest.param(Cron("*/10 * * * *"), id="cron")],
 )
 def test_changing_only_the_payload_keeps_next_run_at(
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
     spec: Any,
     edit: dict[str, Any],
 ) -> None:
-    schedules.sync([define("s", spec, args=[1])], START)
-    before = schedules.row("s")
+    tables.sync([define("s", spec, args=[1])], START)
+    before = tables.row("s")
 
-    report = schedules.sync([define("s", spec, **{"args": [1], **edit})], at("09:07"))
+    report = tables.sync([define("s", spec, **{"args": [1], **edit})], at("09:07"))
 
     assert report == SyncReport(updated=["s"])
-    after = schedules.row("s")
+    after = tables.row("s")
     assert (after.next_run_at, after.anchor_at) == (before.next_run_at, before.anchor_at)
     assert after.version == before.version + 1
     clock.set(at("09:10"))
@@ -239,42 +232,42 @@ def test_changing_only_the_payload_keeps_next_run_at(
 
 
 def test_an_entry_removed_from_config_is_disabled_and_comes_back_when_re_added(
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
     keep, drop = define("keep", Every(300)), define("drop", Cron("*/10 * * * *"))
-    schedules.sync([keep, drop], START)
+    tables.sync([keep, drop], START)
     ticker = make_ticker()
     run(ticker, clock, at("09:20"), step=timedelta(seconds=30))
-    assert [slot for name, slot in published(publisher) if name == "drop"] == [
+    assert [slot for name, slot in publisher.fires if name == "drop"] == [
         at("09:10"), at("09:20"),
     ]  # fmt: skip
 
-    removed = schedules.sync([keep], at("09:21"))
+    removed = tables.sync([keep], at("09:21"))
 
     assert removed == SyncReport(unchanged=["keep"], disabled=["drop"])
-    row = schedules.row("drop")
+    row = tables.row("drop")
     assert (row.enabled, row.origin) == (False, "config:removed")
-    assert [f.slot for f in schedules.fires("drop")] == [at("09:10"), at("09:20")]
+    assert [f.slot for f in tables.fires("drop")] == [at("09:10"), at("09:20")]
     publisher.clear()
     run(ticker, clock, at("10:03"), step=timedelta(seconds=30))
-    assert {name for name, _ in published(publisher)} == {"keep"}
+    assert {name for name, _ in publisher.fires} == {"keep"}
 
-    revived = schedules.sync([keep, drop], at("10:03"))
+    revived = tables.sync([keep, drop], at("10:03"))
 
     assert revived == SyncReport(updated=["drop"], unchanged=["keep"])
-    row = schedules.row("drop")
+    row = tables.row("drop")
     assert (row.enabled, row.origin, row.next_run_at) == (True, "config", at("10:10"))
     publisher.clear()
     run(ticker, clock, at("10:10"), step=timedelta(seconds=30))
-    assert [slot for name, slot in published(publisher) if name == "drop"] == [at("10:10")]
-    assert len(schedules.fires("drop")) == 3
+    assert [slot for name, slot in publisher.fires if name == "drop"] == [at("10:10")]
+    assert len(tables.fires("drop")) == 3
 
 
 def test_setting_enabled_false_in_config_pauses_and_true_resumes_without_the_paused_slots(
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -282,39 +275,39 @@ def test_setting_enabled_false_in_config_pauses_and_true_resumes_without_the_pau
     def entry(enabled: bool) -> Definition:
         return define("s", Cron("*/10 * * * *"), enabled=enabled)
 
-    schedules.sync([entry(True)], START)
+    tables.sync([entry(True)], START)
     ticker = make_ticker()
 
-    paused = schedules.sync([entry(False)], at("09:05"))
+    paused = tables.sync([entry(False)], at("09:05"))
     run(ticker, clock, at("09:45"), step=timedelta(minutes=1))
-    resumed = schedules.sync([entry(True)], at("09:45"))
+    resumed = tables.sync([entry(True)], at("09:45"))
     run(ticker, clock, at("10:00"), step=timedelta(minutes=1))
 
     assert (paused, resumed) == (SyncReport(updated=["s"]), SyncReport(updated=["s"]))
-    assert published(publisher) == [("s", at("09:50")), ("s", at("10:00"))]
+    assert publisher.fires == [("s", at("09:50")), ("s", at("10:00"))]
 
 
 def test_a_name_owned_by_an_api_schedule_is_reported_as_a_conflict_and_left_alone(
-    schedules: Schedules,
+    tables: Tables,
 ) -> None:
-    schedules.insert("shared", next_run_at=at("10:00"), task="tasks.by_hand", origin="api")
-    before = schedules.row("shared")
+    tables.insert("shared", next_run_at=at("10:00"), task="tasks.by_hand", origin="api")
+    before = tables.row("shared")
 
-    report = schedules.sync([define("shared", Every(60), task="tasks.from_config")], at("09:07"))
-    emptied = schedules.sync([], at("09:08"))
+    report = tables.sync([define("shared", Every(60), task="tasks.from_config")], at("09:07"))
+    emptied = tables.sync([], at("09:08"))
 
     assert report == SyncReport(conflicts=["shared"])
     assert emptied == SyncReport()
-    assert schedules.row("shared") == before
+    assert tables.row("shared") == before
 
 
-def test_an_empty_beat_schedule_disables_every_config_row(schedules: Schedules) -> None:
-    schedules.sync([define("a", Every(60)), define("b", Every(60))], START)
+def test_an_empty_beat_schedule_disables_every_config_row(tables: Tables) -> None:
+    tables.sync([define("a", Every(60)), define("b", Every(60))], START)
 
-    report = schedules.sync([], at("09:07"))
+    report = tables.sync([], at("09:07"))
 
     assert report == SyncReport(disabled=["a", "b"])
-    assert [(r.name, r.enabled) for r in schedules.rows()] == [("a", False), ("b", False)]
+    assert [(r.name, r.enabled) for r in tables.rows()] == [("a", False), ("b", False)]
 
 
 # Racing beats ------------------------------------------------------------------------------------
@@ -348,19 +341,19 @@ def _tally(reports: list[SyncReport], kind: str) -> Counter[str]:
 
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql", "sqlite"], indirect=True)
-def test_beats_syncing_at_once_end_consistent(store: Store, schedules: Schedules) -> None:
+def test_beats_syncing_at_once_end_consistent(store: Store, tables: Tables) -> None:
     names = [f"s{n:02}" for n in range(30)]
     created = _race(store, [define(n, Every(60)) for n in names], START, beats=4)
 
     assert _tally(created, "created") == Counter(names)
-    assert [r.name for r in schedules.rows()] == names
-    assert {r.version for r in schedules.rows()} == {1}
+    assert [r.name for r in tables.rows()] == names
+    assert {r.version for r in tables.rows()} == {1}
 
     edited = _race(store, [define(n, Every(60), args=[2]) for n in names], at("09:05"), beats=4)
 
     assert _tally(edited, "updated") == Counter(names)
-    assert {(r.version, r.args) for r in schedules.rows()} == {(2, "[2]")}
-    assert {r.next_run_at for r in schedules.rows()} == {at("09:01")}
+    assert {(r.version, r.args) for r in tables.rows()} == {(2, "[2]")}
+    assert {r.next_run_at for r in tables.rows()} == {at("09:01")}
 
 
 # Celery's beat_schedule --------------------------------------------------------------------------
@@ -475,7 +468,7 @@ def test_an_unsupported_entry_raises_a_configuration_error_naming_it(
 
 
 def test_a_synced_celery_crontab_fires_at_the_app_zone_wall_time(
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -484,12 +477,12 @@ def test_a_synced_celery_crontab_fires_at_the_app_zone_wall_time(
         "morning": {"task": "tasks.m", "schedule": crontab(minute=0, hour=9), "kwargs": {"a": 1}},
     })  # fmt: skip
     clock.set(datetime(2024, 5, 6, 6, 0, tzinfo=UTC))
-    schedules.sync(definitions_from_app(app), clock.now())
+    tables.sync(definitions_from_app(app), clock.now())
 
     ticker = make_ticker(max_interval="1d", lock_ttl="2d")
     run(ticker, clock, datetime(2024, 5, 7, 8, 0, tzinfo=UTC))
 
     paris_nine = [datetime(2024, 5, 6, 7, 0, tzinfo=UTC), datetime(2024, 5, 7, 7, 0, tzinfo=UTC)]
-    assert published(publisher) == [("morning", t) for t in paris_nine]
+    assert publisher.fires == [("morning", t) for t in paris_nine]
     assert [r.task_id for r, *_ in publisher] == [fire_task_id("morning", t) for t in paris_nine]
     assert {(r.task, str(kw)) for r, _, kw, _ in publisher} == {("tasks.m", "{'a': 1}")}

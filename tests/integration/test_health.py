@@ -5,7 +5,6 @@ within two periods") that ``dbeat status`` and the admin show."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,17 +17,10 @@ from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.errors import ValidationError
 from celery_dbeat.specs import Cron, Every
 from celery_dbeat.store.health import HEALTH_WINDOW
-from celery_dbeat.store.queries import Store
 from celery_dbeat.store.runs import RunEvent, record_runs
 from tests.integration.conftest import START, F, S, at
 
 HOUR = timedelta(hours=1)
-
-
-@pytest.fixture
-def api(store: Store, clock: FixedClock) -> Iterator[Schedules]:
-    with Schedules(store, clock=clock) as schedules:
-        yield schedules
 
 
 def hourly(api: Schedules, name: str, **fields: Any) -> int:

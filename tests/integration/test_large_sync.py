@@ -14,7 +14,7 @@ import pytest
 
 from celery_dbeat import Every
 from celery_dbeat.definitions import Definition
-from tests.integration.conftest import START, Schedules
+from tests.integration.conftest import START, Tables
 
 pytestmark = pytest.mark.slow
 
@@ -22,21 +22,21 @@ ENTRIES = 100_000
 
 
 def test_a_hundred_thousand_entries_sync_resync_and_half_of_them_go(
-    schedules: Schedules,
+    tables: Tables,
 ) -> None:
     definitions = [
         Definition.create(name=f"entry-{i:06d}", task="t.bulk", schedule=Every(60 + i % 7))
         for i in range(ENTRIES)
     ]
-    report = schedules.sync(definitions, START)
+    report = tables.sync(definitions, START)
     assert len(report.created) == ENTRIES
 
-    again = schedules.sync(definitions, START + timedelta(minutes=1))
+    again = tables.sync(definitions, START + timedelta(minutes=1))
     assert (len(again.unchanged), again.created, again.updated) == (ENTRIES, [], [])
 
     kept = definitions[: ENTRIES // 2]
-    halved = schedules.sync(kept, START + timedelta(minutes=2))
+    halved = tables.sync(kept, START + timedelta(minutes=2))
     assert len(halved.unchanged) == len(kept)
     assert halved.disabled == [d.name for d in definitions[ENTRIES // 2 :]]
-    enabled = [row.name for row in schedules.rows() if row.enabled]
+    enabled = [row.name for row in tables.rows() if row.enabled]
     assert enabled == [d.name for d in kept]

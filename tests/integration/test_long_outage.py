@@ -20,7 +20,7 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import Definition
 from celery_dbeat.planning import plan
 from celery_dbeat.ticker import next_batch_size
-from tests.integration.conftest import START, RecordingPublisher, Schedules
+from tests.integration.conftest import START, RecordingPublisher, Tables
 
 BEHIND = timedelta(days=30)
 COUNT = 1000
@@ -64,26 +64,26 @@ def _expected(policy: str, period: timedelta, created: datetime) -> list[datetim
     indirect=["database_url"],
 )
 def test_a_thousand_schedules_thirty_days_behind_recover_in_one_tick(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: Any,
     clock: FixedClock,
     publisher: RecordingPublisher,
     policy: str,
 ) -> None:
     created = START - BEHIND
-    schedules.sync(_thousand(policy), created)
+    tables.sync(_thousand(policy), created)
     ticker = make_ticker(misfire_tolerance=0, lock_ttl=10)
 
     ticker.tick()
 
-    rows = schedules.rows()
+    rows = tables.rows()
     assert len(rows) == COUNT
     assert all(row.next_run_at is not None and row.next_run_at > START for row in rows)
     published: defaultdict[str, list[datetime]] = defaultdict(list)
     for name, slot in publisher.fires:
         published[name].append(slot)
     accounted: Counter[str] = Counter()
-    for fire in schedules.fires():
+    for fire in tables.fires():
         accounted[fire.name] += fire.slot_count
     for row in rows:
         period = SECOND if row.kind == "cron" else MINUTE
@@ -94,7 +94,7 @@ def test_a_thousand_schedules_thirty_days_behind_recover_in_one_tick(
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_batches_whose_planning_takes_long_are_halved_and_grow_back_when_quick(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: Any,
     clock: FixedClock,
     publisher: RecordingPublisher,
@@ -102,7 +102,7 @@ def test_batches_whose_planning_takes_long_are_halved_and_grow_back_when_quick(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     definitions = [Definition.create(name=f"s{i}", task="t", schedule=Every(1)) for i in range(40)]
-    schedules.sync(definitions, START)
+    tables.sync(definitions, START)
     cost = {"seconds": 0.5}  # of planning one schedule, on the ticker's monotonic clock
 
     def slow_plan(*args: Any) -> Any:

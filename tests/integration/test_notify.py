@@ -16,7 +16,8 @@ from celery_dbeat.store import migrate
 
 
 @pytest.fixture
-def listener(redis_url: str, redis_prefix: str) -> Iterator[ChangeListener]:
+def redis_listener(redis_url: str, redis_prefix: str) -> Iterator[ChangeListener]:
+    """A beat's subscription to the change channel under ``redis_prefix``, already subscribed."""
     listener = ChangeListener(redis_url, prefix=redis_prefix)
     assert listener.wait(0.01) is False  # subscribes
     yield listener
@@ -24,20 +25,20 @@ def listener(redis_url: str, redis_prefix: str) -> Iterator[ChangeListener]:
 
 
 def test_a_notification_ends_the_wait_early(
-    listener: ChangeListener, redis_url: str, redis_prefix: str
+    redis_listener: ChangeListener, redis_url: str, redis_prefix: str
 ) -> None:
     notifier = ChangeNotifier(redis_url, prefix=redis_prefix)
     timer = threading.Timer(0.2, notifier.notify)
     timer.start()
     try:
-        assert listener.wait(30) is True
+        assert redis_listener.wait(30) is True
     finally:
         timer.cancel()
         notifier.close()
 
 
 def test_a_burst_of_ten_thousand_notifications_wakes_a_beat_once(
-    listener: ChangeListener, redis_url: str, redis_prefix: str
+    redis_listener: ChangeListener, redis_url: str, redis_prefix: str
 ) -> None:
     client = redis.Redis.from_url(redis_url)
     pipe = client.pipeline(transaction=False)
@@ -45,28 +46,28 @@ def test_a_burst_of_ten_thousand_notifications_wakes_a_beat_once(
         pipe.publish(f"{redis_prefix}changes", b"1")
     pipe.execute()
     client.close()
-    assert listener.wait(5) is True
-    assert listener.wait(0.3) is False, "the whole burst was drained by one wake-up"
+    assert redis_listener.wait(5) is True
+    assert redis_listener.wait(0.3) is False, "the whole burst was drained by one wake-up"
 
 
 def test_every_api_write_notifies_the_beats(
-    listener: ChangeListener, redis_url: str, redis_prefix: str, tmp_path: object
+    redis_listener: ChangeListener, redis_url: str, redis_prefix: str, tmp_path: object
 ) -> None:
     with Schedules(
         f"sqlite:///{tmp_path}/s.sqlite3", notify=redis_url, redis_key_prefix=redis_prefix
-    ) as schedules:
-        migrate(schedules.store.engine)
+    ) as api:
+        migrate(api.store.engine)
         writes = [
-            lambda: schedules.add("n", "t.n", Every(60)),
-            lambda: schedules.update("n", args=[1]),
-            lambda: schedules.pause("n"),
-            lambda: schedules.resume("n"),
-            lambda: schedules.trigger("n"),
-            lambda: schedules.remove("n"),
+            lambda: api.add("n", "t.n", Every(60)),
+            lambda: api.update("n", args=[1]),
+            lambda: api.pause("n"),
+            lambda: api.resume("n"),
+            lambda: api.trigger("n"),
+            lambda: api.remove("n"),
         ]
         for write in writes:
             write()
-            assert listener.wait(5) is True
+            assert redis_listener.wait(5) is True
 
 
 def test_without_redis_the_listener_polls_and_logs_once(

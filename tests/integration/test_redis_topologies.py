@@ -10,9 +10,7 @@ cluster. On each, two beats race for the same fires and exactly one wins each.
 from __future__ import annotations
 
 import json
-import random
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -36,9 +34,9 @@ from celery_dbeat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.redis_client import create_client, describe_client
 from celery_dbeat.store import migrate
 from celery_dbeat.store.database import create_engine
-from tests.cli.conftest import Cli, make_app
+from tests.integration.cli.conftest import Cli, make_app
 from tests.integration.conftest import START
-from tests.services import unavailable, unique_name
+from tests.services import free_port, unavailable, unique_name
 
 TTL = timedelta(seconds=30)
 #: Enough fires that a cluster's keys land on every master.
@@ -56,25 +54,6 @@ def _binary(name: str) -> str:
         unavailable(name, "PATH", "not installed (Debian: apt-get install redis-server openssl)")
     assert path is not None
     return path
-
-
-#: Below Linux's ephemeral range (32768+), so that no outgoing connection takes a port between
-#: choosing it and the server binding it; a cluster node's bus port (+10000) stays below it too.
-_PORTS = range(12000, 22000)
-
-
-def _free_port(*, with_bus: bool = False) -> int:
-    """A free loopback port; ``with_bus``: port + 10000 (a cluster node's bus) is free too."""
-    for _ in range(200):
-        port = random.choice(_PORTS)
-        try:
-            for candidate in (port, port + 10000) if with_bus else (port,):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", candidate))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free loopback port")
 
 
 class ServerFailed(RuntimeError):
@@ -103,7 +82,7 @@ class Servers:
         workdir.mkdir()
         log = workdir / "server.log"
         for _attempt in range(5):
-            port = _free_port(with_bus=with_bus)
+            port = free_port(with_bus=with_bus)
             with log.open("wb") as out:
                 process = subprocess.Popen(
                     [_binary("redis-server"), *args(port)],
@@ -379,7 +358,9 @@ def make_lock() -> Iterator[Callable[[Topology, str], RedisLock]]:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A migrated SQLite database for the module's checks and CLI runs (the topologies differ
+    in Redis only)."""
     engine = create_engine(f"sqlite:///{tmp_path_factory.mktemp('db')}/s.sqlite3")
     migrate(engine)
     yield engine
@@ -446,11 +427,13 @@ def test_a_change_notification_reaches_a_listening_beat(topology: Topology) -> N
 
 
 def test_the_eviction_check_reads_the_servers_that_hold_lock_keys(
-    topology: Topology, engine: Any
+    topology: Topology, sqlite_engine: Any
 ) -> None:
     client = create_client(topology.url, topology.options)
     try:
-        (finding,) = [f for f in run_checks(Settings(), engine, client) if f.topic == "redis"]
+        (finding,) = [
+            f for f in run_checks(Settings(), sqlite_engine, client) if f.topic == "redis"
+        ]
     finally:
         client.close()
 
@@ -465,10 +448,10 @@ def test_the_eviction_check_reads_the_servers_that_hold_lock_keys(
 
 
 def test_the_check_command_and_the_management_api_use_the_redis_options(
-    topology: Topology, engine: Any
+    topology: Topology, sqlite_engine: Any
 ) -> None:
     app = make_app(
-        str(engine.url),
+        str(sqlite_engine.url),
         dbeat_redis_url=topology.url,
         dbeat_redis_options=topology.options,
         dbeat_redis_key_prefix=topology.prefix,
@@ -477,9 +460,9 @@ def test_the_check_command_and_the_management_api_use_the_redis_options(
 
     (redis_finding,) = [f for f in findings if f["topic"] == "redis"]
     assert redis_finding["level"] == ("ok" if topology.config_readable else "warning")
-    with Schedules.from_app(app) as schedules:  # its notifier is built from the same options
-        assert schedules.notifier is not None
-        assert schedules.notifier.client is not None
+    with Schedules.from_app(app) as api:  # its notifier is built from the same options
+        assert api.notifier is not None
+        assert api.notifier.client is not None
 
 
 def test_banners_and_logs_show_where_but_never_a_password(

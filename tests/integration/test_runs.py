@@ -21,13 +21,12 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.fires import RunStatus, fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.specs import Cron
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store
 from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
 from celery_dbeat.ticker import Ticker
 from celery_dbeat.worker import RunRecorder
-from tests.integration.conftest import F, RecordingPublisher, Schedules, at
+from tests.integration.conftest import F, MakeTicker, RecordingPublisher, Tables, at
 
-MakeTicker = Callable[..., Ticker]
 RUN = timedelta(minutes=90)
 
 
@@ -99,14 +98,14 @@ def simulate(ticker: Ticker, clock: FixedClock, worker: Worker, until: datetime)
 @pytest.fixture
 def run_hourly(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> Callable[..., Worker]:
     def go(duration: timedelta | None = RUN, until: str = "12:45", **fields: Any) -> Worker:
         fields.setdefault("max_run_time", "3h")  # the default (1 h) is shorter than a run
-        schedules.sync([hourly(**fields)], at("09:30"))
+        tables.sync([hourly(**fields)], at("09:30"))
         clock.set(at("09:30"))
         worker = Worker(store, publisher, duration)
         simulate(make_ticker(max_interval=5, lock_ttl=10), clock, worker, at(until))
@@ -115,13 +114,13 @@ def run_hourly(
     return go
 
 
-def status_of(schedules: Schedules, slot: datetime) -> str:
-    (fire,) = [f for f in schedules.fires("hourly") if f.slot == slot]
+def status_of(tables: Tables, slot: datetime) -> str:
+    (fire,) = [f for f in tables.fires("hourly") if f.slot == slot]
     return str(fire.status)
 
 
 def test_allow_runs_10_and_11_at_the_same_time(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     worker = run_hourly(overlap_policy="allow")
 
@@ -130,17 +129,17 @@ def test_allow_runs_10_and_11_at_the_same_time(
 
 
 def test_skip_never_runs_11_and_records_it_as_overlap(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     worker = run_hourly(overlap_policy="skip")
 
     assert worker.started() == {at("10:00"): at("10:00"), at("12:00"): at("12:00")}
-    assert status_of(schedules, at("11:00")) == "overlap"
+    assert status_of(tables, at("11:00")) == "overlap"
     assert max(len(worker.running_at(at("10:00") + timedelta(minutes=m))) for m in range(180)) == 1
 
 
 def test_buffer_one_starts_11_when_10_finishes_with_its_own_slot_and_task_id(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     worker = run_hourly(overlap_policy="buffer_one", until="13:10")
 
@@ -154,32 +153,32 @@ def test_buffer_one_starts_11_when_10_finishes_with_its_own_slot_and_task_id(
 
 
 def test_buffer_one_keeps_one_buffered_fire_and_skips_the_slots_behind_it(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     # A run of 2h30: 11:00 is buffered behind 10:00, 12:00 finds one buffered and is skipped.
     worker = run_hourly(duration=timedelta(minutes=150), overlap_policy="buffer_one")
 
     assert worker.started() == {at("10:00"): at("10:00"), at("11:00"): at("12:30")}
-    assert status_of(schedules, at("12:00")) == "overlap"
+    assert status_of(tables, at("12:00")) == "overlap"
 
 
 def test_a_run_that_never_finishes_counts_as_lost_after_max_run_time(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     # The worker died mid-task: no finish is ever reported. After 90 minutes the run is lost,
     # so 11:00 is skipped but 12:00 runs.
     worker = run_hourly(duration=None, overlap_policy="skip", max_run_time="90m")
 
     assert sorted(worker.started()) == [at("10:00"), at("12:00")]
-    assert status_of(schedules, at("11:00")) == "overlap"
+    assert status_of(tables, at("11:00")) == "overlap"
 
 
 def test_the_fire_history_shows_each_run_with_its_outcome(
-    run_hourly: Callable[..., Worker], schedules: Schedules
+    run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:
     run_hourly(duration=timedelta(minutes=20), until="11:10")
 
-    rows = {f.slot: f for f in schedules.fires("hourly")}
+    rows = {f.slot: f for f in tables.fires("hourly")}
     ten = rows[at("10:00")]
     assert (ten.status, ten.run_status) == ("sent", "succeeded")
     assert (ten.started_at, ten.finished_at, ten.runtime) == (at("10:00"), at("10:20"), 1200.0)
@@ -191,8 +190,8 @@ def test_the_fire_history_shows_each_run_with_its_outcome(
 # record_runs -------------------------------------------------------------------------------------
 
 
-def _fire(store: Store, schedules: Schedules, task_id: str, slot: datetime, **values: Any) -> None:
-    schedule_id = schedules.row("hourly").id
+def _fire(store: Store, tables: Tables, task_id: str, slot: datetime, **values: Any) -> None:
+    schedule_id = tables.row("hourly").id
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(F).values(
@@ -209,17 +208,17 @@ def _fire(store: Store, schedules: Schedules, task_id: str, slot: datetime, **va
         )
 
 
-def _run(schedules: Schedules, task_id: str) -> tuple[Any, ...]:
-    (fire,) = [f for f in schedules.fires("hourly") if f.task_id == task_id]
+def _run(tables: Tables, task_id: str) -> tuple[Any, ...]:
+    (fire,) = [f for f in tables.fires("hourly") if f.task_id == task_id]
     return (fire.run_status, fire.started_at, fire.finished_at, fire.runtime, fire.run_error)
 
 
 def test_record_runs_folds_a_retry_into_one_run_and_never_reopens_a_finished_run(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync([hourly()], at("09:30"))
-    _fire(store, schedules, "a", at("10:00"))
-    _fire(store, schedules, "b", at("11:00"))
+    tables.sync([hourly()], at("09:30"))
+    _fire(store, tables, "a", at("10:00"))
+    _fire(store, tables, "b", at("11:00"))
     engine = store.engine
 
     record_runs(
@@ -232,7 +231,7 @@ def test_record_runs_folds_a_retry_into_one_run_and_never_reopens_a_finished_run
             RunEvent("not-a-beat-task", RunStatus.STARTED, at("11:00:01")),
         ],
     )
-    assert _run(schedules, "a")[:3] == ("started", at("10:00:01"), None)
+    assert _run(tables, "a")[:3] == ("started", at("10:00:01"), None)
     record_runs(
         engine,
         [
@@ -243,14 +242,14 @@ def test_record_runs_folds_a_retry_into_one_run_and_never_reopens_a_finished_run
     # A redelivered message starting again after the end does not reopen the run.
     record_runs(engine, [RunEvent("a", RunStatus.STARTED, at("10:05"))])
 
-    assert _run(schedules, "a") == (
+    assert _run(tables, "a") == (
         "succeeded",
         at("10:00:01"),
         at("10:00:20"),
         5.0,
         "Retry in 10s",
     )
-    assert _run(schedules, "b") == ("failed", at("11:00:01"), at("11:00:03"), 2.0, "KeyError: 'x'")
+    assert _run(tables, "b") == ("failed", at("11:00:01"), at("11:00:03"), 2.0, "KeyError: 'x'")
 
 
 STORED_TEXTS = [
@@ -269,18 +268,18 @@ STORED_TEXTS = [
 @pytest.mark.parametrize(("error", "worker", "stored_error", "stored_worker"), STORED_TEXTS)
 def test_a_run_error_no_driver_can_store_is_stored_alike_on_every_backend(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     error: str,
     worker: str,
     stored_error: str,
     stored_worker: str,
 ) -> None:
-    schedules.sync([hourly()], at("09:30"))
-    _fire(store, schedules, "a", at("10:00"))
+    tables.sync([hourly()], at("09:30"))
+    _fire(store, tables, "a", at("10:00"))
 
     record_runs(store.engine, [RunEvent("a", RunStatus.FAILED, at("10:01"), worker, 1.0, error)])
 
-    (fire,) = schedules.fires("hourly")
+    (fire,) = tables.fires("hourly")
     assert (fire.run_status, fire.run_error, fire.worker) == ("failed", stored_error, stored_worker)
 
 
@@ -308,15 +307,15 @@ REFUSED_EVENTS = [
 )
 def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_written(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     database_url: str,
     caplog: pytest.LogCaptureFixture,
     refused: RunEvent,
     reason: str,
 ) -> None:
-    schedules.sync([hourly()], at("09:30"))
+    tables.sync([hourly()], at("09:30"))
     for task_id, hour in (("a", "10:00"), ("b", "11:00"), ("c", "12:00")):
-        _fire(store, schedules, task_id, at(hour))
+        _fire(store, tables, task_id, at(hour))
     caplog.set_level(logging.INFO, logger="celery_dbeat")
     recorder = RunRecorder(database_url, flush_interval=60)  # the test flushes by hand
     try:
@@ -329,7 +328,7 @@ def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_wri
     finally:
         recorder.close()
 
-    assert {f.task_id: f.run_status for f in schedules.fires("hourly")} == {
+    assert {f.task_id: f.run_status for f in tables.fires("hourly")} == {
         "a": "succeeded",
         "b": None,
         "c": "failed",
@@ -344,30 +343,30 @@ def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_wri
 
 
 def test_prune_deletes_old_history_in_batches_but_never_an_unpublished_fire(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync([hourly()], at("09:30"))
+    tables.sync([hourly()], at("09:30"))
     day = timedelta(days=1)
     for n in range(7):
-        _fire(store, schedules, f"old-{n}", at("09:00") - 40 * day + n * timedelta(hours=1))
-    _fire(store, schedules, "old-pending", at("09:00") - 50 * day, status="pending")
-    _fire(store, schedules, "old-buffered", at("10:00") - 50 * day, status="buffered")
-    _fire(store, schedules, "recent", at("09:00") - 2 * day)
+        _fire(store, tables, f"old-{n}", at("09:00") - 40 * day + n * timedelta(hours=1))
+    _fire(store, tables, "old-pending", at("09:00") - 50 * day, status="pending")
+    _fire(store, tables, "old-buffered", at("10:00") - 50 * day, status="buffered")
+    _fire(store, tables, "recent", at("09:00") - 2 * day)
 
     deleted = prune_history(store.engine, at("09:00") - 30 * day, batch=3)
 
     assert deleted == 7
-    left = sorted(f.task_id for f in schedules.fires("hourly"))
+    left = sorted(f.task_id for f in tables.fires("hourly"))
     assert left == ["old-buffered", "old-pending", "recent"]
 
 
 def test_beat_prunes_history_older_than_the_retention(
-    store: Store, schedules: Schedules, clock: FixedClock, make_ticker: MakeTicker
+    store: Store, tables: Tables, clock: FixedClock, make_ticker: MakeTicker
 ) -> None:
-    schedules.sync([hourly()], at("09:30"))
-    _fire(store, schedules, "ancient", at("09:00") - timedelta(days=8))
-    _fire(store, schedules, "kept", at("09:00") - timedelta(days=6))
+    tables.sync([hourly()], at("09:30"))
+    _fire(store, tables, "ancient", at("09:00") - timedelta(days=8))
+    _fire(store, tables, "kept", at("09:00") - timedelta(days=6))
 
     make_ticker(history_retention="7d").tick()
 
-    assert [f.task_id for f in schedules.fires("hourly")] == ["kept"]
+    assert [f.task_id for f in tables.fires("hourly")] == ["kept"]

@@ -24,21 +24,21 @@ import sqlalchemy as sa
 from celery_dbeat import Cron, Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock, SystemClock
-from celery_dbeat.config import Settings
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
-from celery_dbeat.store import migrate
-from celery_dbeat.store.manage import sync_config
-from celery_dbeat.store.queries import S, Store
+from celery_dbeat.store import Store, migrate
+from celery_dbeat.store.models import S
+from celery_dbeat.store.sync import sync_config
 from celery_dbeat.ticker import Ticker
+from tests.integration.conftest import settings
 
 SERVERS = [pytest.param("postgresql", id="postgresql"), pytest.param("mysql", id="mysql")]
 
 
-def settings(name: str) -> Settings:
-    return Settings.from_mapping({"instance_name": name, "lock_ttl": 3, "max_interval": 1})
+#: The beats' settings here: short leases and ticks, so a skew of seconds matters.
+SHORT_LEASES = {"lock_ttl": 3, "max_interval": 1}
 
 
 @pytest.fixture
@@ -73,14 +73,20 @@ def test_a_beat_five_seconds_ahead_does_not_take_over_a_fire_being_published(
         published.append(("B", request.task_id))
 
     beat_b = Ticker(
-        store, DatabaseLock(), publish_b, settings("B"), FixedClock(now + timedelta(seconds=5))
+        store,
+        DatabaseLock(),
+        publish_b,
+        settings("B", **SHORT_LEASES),
+        FixedClock(now + timedelta(seconds=5)),
     )
 
     def publish_a(request: Any, *_: Any) -> None:
         beat_b.recover_pending()  # B's periodic step runs while A is publishing
         published.append(("A", request.task_id))
 
-    beat_a = Ticker(store, DatabaseLock(), publish_a, settings("A"), FixedClock(now))
+    beat_a = Ticker(
+        store, DatabaseLock(), publish_a, settings("A", **SHORT_LEASES), FixedClock(now)
+    )
     try:
         beat_a.fire_due()
     finally:
@@ -106,7 +112,11 @@ def test_a_fire_whose_beat_died_is_taken_over_once_its_lease_is_over_on_the_data
         # B is 5 s behind: on its own clock the lease would be over only 6 s from now.
         behind = FixedClock(now - timedelta(seconds=5))
         beat_b = Ticker(
-            store, DatabaseLock(), lambda r, *_: published.append(r.task_id), settings("B"), behind
+            store,
+            DatabaseLock(),
+            lambda r, *_: published.append(r.task_id),
+            settings("B", **SHORT_LEASES),
+            behind,
         )
         assert beat_b.recover_pending() == 0  # the lease is still running
         time.sleep(1.2)

@@ -12,8 +12,8 @@ from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.states import STATES, schedule_state
 from celery_dbeat.store import migrate
-from celery_dbeat.store.manage import state_expression
-from celery_dbeat.store.queries import S
+from celery_dbeat.store.models import S
+from celery_dbeat.store.schedules import state_expression
 
 COMBINATIONS = list(itertools.product([True, False], [None, "x"], [None, "boom"]))
 

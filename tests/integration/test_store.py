@@ -24,10 +24,9 @@ from celery_dbeat.definitions import Definition
 from celery_dbeat.errors import SchemaVersionError
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
-from celery_dbeat.store import check_schema, create_engine, migrate
+from celery_dbeat.store import Store, check_schema, create_engine, migrate
 from celery_dbeat.store.database import VERSION_TABLE
-from celery_dbeat.store.queries import Store
-from tests.integration.conftest import F, Schedules, at
+from tests.integration.conftest import F, Tables, at
 
 UTC = timezone.utc
 LEASE = timedelta(seconds=60)
@@ -142,11 +141,11 @@ def assert_aware_utc(value: datetime | None, expected: datetime) -> None:
 
 @pytest.mark.parametrize("instant", INSTANTS)
 def test_timestamps_round_trip_as_aware_utc_with_microseconds(
-    store: Store, schedules: Schedules, instant: datetime
+    store: Store, tables: Tables, instant: datetime
 ) -> None:
-    schedules.insert("t", next_run_at=instant, last_slot=instant)
+    tables.insert("t", next_run_at=instant, last_slot=instant)
 
-    row = schedules.row("t")
+    row = tables.row("t")
     assert_aware_utc(row.next_run_at, instant)
     assert_aware_utc(row.last_slot, instant)
     assert stored_utc_text(store.engine, "t") == instant.astimezone(UTC).strftime(
@@ -201,14 +200,14 @@ def test_timestamps_are_utc_whatever_the_database_session_time_zone(
                 assert conn.execute(sa.text("SHOW TIME ZONE")).scalar() == zone
             else:
                 assert conn.execute(sa.text("SELECT @@session.time_zone")).scalar() == zone
-        Schedules(zoned).insert("written-zoned", next_run_at=instant)
-        Schedules(plain).insert("written-plain", next_run_at=instant)
+        Tables(zoned).insert("written-zoned", next_run_at=instant)
+        Tables(plain).insert("written-plain", next_run_at=instant)
 
         expected_text = instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         for store in (plain, zoned):
             for name in ("written-zoned", "written-plain"):
                 assert stored_utc_text(store.engine, name) == expected_text
-                assert_aware_utc(Schedules(store).row(name).next_run_at, instant)
+                assert_aware_utc(Tables(store).row(name).next_run_at, instant)
             with store.claim_due(instant, 10, "beat") as batch:
                 assert sorted(r.name for r in batch.schedules) == ["written-plain", "written-zoned"]
             with store.claim_due(instant - timedelta(microseconds=1), 10, "beat") as batch:
@@ -236,11 +235,11 @@ def process_tz(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.mark.parametrize("instant", INSTANTS)
 def test_timestamps_and_slots_are_utc_whatever_the_process_time_zone(
-    process_tz: str, store: Store, schedules: Schedules, instant: datetime
+    process_tz: str, store: Store, tables: Tables, instant: datetime
 ) -> None:
     assert time.localtime(0).tm_gmtoff != 0
-    schedules.insert("t", next_run_at=instant)
-    assert_aware_utc(schedules.row("t").next_run_at, instant)
+    tables.insert("t", next_run_at=instant)
+    assert_aware_utc(tables.row("t").next_run_at, instant)
     assert stored_utc_text(store.engine, "t") == instant.astimezone(UTC).strftime(
         "%Y-%m-%d %H:%M:%S.%f"
     )
@@ -249,8 +248,8 @@ def test_timestamps_and_slots_are_utc_whatever_the_process_time_zone(
     definition = Definition.create(
         name="ny", task="tasks.ny", schedule=Cron("30 2 * * *", timezone="America/New_York")
     )
-    schedules.sync([definition], datetime(2024, 3, 9, 12, tzinfo=UTC))
-    assert schedules.row("ny").next_run_at == datetime(2024, 3, 10, 7, 0, tzinfo=UTC)
+    tables.sync([definition], datetime(2024, 3, 9, 12, tzinfo=UTC))
+    assert tables.row("ny").next_run_at == datetime(2024, 3, 10, 7, 0, tzinfo=UTC)
     now = datetime(2024, 3, 10, 7, 0, 30, tzinfo=UTC)
     with store.claim_due(now, 10, "beat") as batch:
         rows = [r for r in batch.schedules if r.name == "ny"]
@@ -258,14 +257,14 @@ def test_timestamps_and_slots_are_utc_whatever_the_process_time_zone(
     assert [(r.slot, r.task_id) for r in requests] == [
         (datetime(2024, 3, 10, 7, 0, tzinfo=UTC), fire_task_id("ny", at("07:00", now)))
     ]
-    assert schedules.row("ny").next_run_at == datetime(2024, 3, 11, 6, 30, tzinfo=UTC)
+    assert tables.row("ny").next_run_at == datetime(2024, 3, 11, 6, 30, tzinfo=UTC)
 
 
 NAIVE = datetime(2024, 5, 6, 9, 0)
 
 
 def _insert_naive(store: Store) -> None:
-    Schedules(store).insert("naive", next_run_at=NAIVE)
+    Tables(store).insert("naive", next_run_at=NAIVE)
 
 
 def _claim_due_naive(store: Store) -> None:
@@ -294,17 +293,17 @@ def test_naive_datetimes_are_refused(store: Store, write: object) -> None:
 
 
 def test_claim_due_returns_due_enabled_rows_by_next_run_at_then_rows_to_compute(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
     now = at("10:00")
-    schedules.insert("due-late", next_run_at=at("09:30"))
-    schedules.insert("future", next_run_at=at("10:00:01"))
-    schedules.insert("due-now", next_run_at=now)
-    schedules.insert("due-early", next_run_at=at("08:00"))
-    schedules.insert("disabled-due", next_run_at=at("07:00"), enabled=False)
-    schedules.insert("to-compute", next_run_at=None)
-    schedules.insert("broken", next_run_at=None, last_error="cron='x': bad")
-    schedules.insert("disabled-to-compute", next_run_at=None, enabled=False)
+    tables.insert("due-late", next_run_at=at("09:30"))
+    tables.insert("future", next_run_at=at("10:00:01"))
+    tables.insert("due-now", next_run_at=now)
+    tables.insert("due-early", next_run_at=at("08:00"))
+    tables.insert("disabled-due", next_run_at=at("07:00"), enabled=False)
+    tables.insert("to-compute", next_run_at=None)
+    tables.insert("broken", next_run_at=None, last_error="cron='x': bad")
+    tables.insert("disabled-to-compute", next_run_at=None, enabled=False)
 
     with store.claim_due(now, 10, "beat-1") as batch:
         assert [r.name for r in batch.schedules] == [
@@ -324,9 +323,9 @@ def _claim(store: Store, now: datetime) -> list[str]:
 
 
 def test_record_advances_next_run_at_and_inserts_pending_fires(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync([hourly("h")], at("08:30"))
+    tables.sync([hourly("h")], at("08:30"))
     now = at("09:00:05")
 
     with store.claim_due(now, 10, "beat-1") as batch:
@@ -336,17 +335,17 @@ def test_record_advances_next_run_at_and_inserts_pending_fires(
     assert [(r.schedule_name, r.slot, r.task_id) for r in requests] == [
         ("h", at("09:00"), fire_task_id("h", at("09:00")))
     ]
-    after = schedules.row("h")
+    after = tables.row("h")
     assert (after.next_run_at, after.last_slot, after.run_count) == (at("10:00"), at("09:00"), 1)
-    (fire,) = schedules.fires("h")
+    (fire,) = tables.fires("h")
     assert (fire.status, fire.beat, fire.lease_until) == ("pending", "beat-1", now + LEASE)
     assert _claim(store, now) == []
 
 
 def test_a_second_record_of_the_same_stale_row_changes_nothing(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync([hourly("h")], at("08:30"))
+    tables.sync([hourly("h")], at("08:30"))
     now = at("09:00")
     with store.claim_due(now, 10, "beat-1") as batch:
         (stale,) = batch.schedules
@@ -359,33 +358,31 @@ def test_a_second_record_of_the_same_stale_row_changes_nothing(
 
     assert len(first) == 1
     assert second == []
-    assert [(f.slot, f.beat) for f in schedules.fires("h")] == [(at("09:00"), "beat-1")]
-    assert schedules.row("h").next_run_at == at("10:00")
+    assert [(f.slot, f.beat) for f in tables.fires("h")] == [(at("09:00"), "beat-1")]
+    assert tables.row("h").next_run_at == at("10:00")
 
 
 def test_a_record_made_from_an_outdated_definition_version_changes_nothing(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedules.sync([hourly("h")], at("08:30"))
+    tables.sync([hourly("h")], at("08:30"))
     now = at("09:00")
     with store.claim_due(now, 10, "beat-1") as batch:
         (stale,) = batch.schedules  # read, then the transaction ends without recording
 
     edited = Definition.create(name="h", task="tasks.hourly", schedule=Cron("0 * * * *"), args=[1])
-    assert schedules.sync([edited], at("09:00")).updated == ["h"]
+    assert tables.sync([edited], at("09:00")).updated == ["h"]
     with store.claim_due(now, 10, "beat-1") as batch:
         assert len(batch.schedules) == 1
         assert batch.record([plan(stale, now, RULES)], now + LEASE) == []
 
-    assert schedules.fires("h") == []
-    assert schedules.row("h").next_run_at == at("09:00")
+    assert tables.fires("h") == []
+    assert tables.row("h").next_run_at == at("09:00")
 
 
-def test_record_does_not_publish_a_slot_already_recorded(
-    store: Store, schedules: Schedules
-) -> None:
-    schedules.sync([hourly("h")], at("08:30"))
-    schedule_id = schedules.row("h").id
+def test_record_does_not_publish_a_slot_already_recorded(store: Store, tables: Tables) -> None:
+    tables.sync([hourly("h")], at("08:30"))
+    schedule_id = tables.row("h").id
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(F).values(
@@ -401,10 +398,10 @@ def test_record_does_not_publish_a_slot_already_recorded(
         requests = batch.record([plan(row, now, RULES)], now + LEASE)
 
     assert requests == []
-    assert [(f.slot, f.beat, f.status) for f in schedules.fires("h")] == [
+    assert [(f.slot, f.beat, f.status) for f in tables.fires("h")] == [
         (at("09:00"), "other", "sent")
     ]
-    assert schedules.row("h").next_run_at == at("10:00")
+    assert tables.row("h").next_run_at == at("10:00")
 
 
 def _fire(
@@ -419,9 +416,9 @@ def _fire(
 
 
 def test_the_unique_fire_key_rejects_a_second_fire_of_the_same_slot(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedule_id = schedules.insert("h", next_run_at=at("10:00"))
+    schedule_id = tables.insert("h", next_run_at=at("10:00"))
     with store.engine.begin() as conn:
         conn.execute(sa.insert(F).values(_fire(schedule_id, at("09:00"), "a")))
 
@@ -434,14 +431,14 @@ def test_the_unique_fire_key_rejects_a_second_fire_of_the_same_slot(
         conn.execute(
             sa.insert(F).values(_fire(schedule_id, at("09:00") + timedelta(microseconds=1), "d"))
         )
-    assert sorted(f.task_id for f in schedules.fires("h")) == ["a", "c", "d"]
+    assert sorted(f.task_id for f in tables.fires("h")) == ["a", "c", "d"]
 
 
 # Taking over stale pending fires -----------------------------------------------------------------
 
 
-def _pending_fires(store: Store, schedules: Schedules) -> None:
-    schedule_id = schedules.insert("h", next_run_at=at("12:00"))
+def _pending_fires(store: Store, tables: Tables) -> None:
+    schedule_id = tables.insert("h", next_run_at=at("12:00"))
     fires = [
         _fire(schedule_id, at("09:00"), "expired", status="pending", lease_until=at("09:59")),
         _fire(schedule_id, at("10:00"), "expires-now", status="pending", lease_until=at("10:00")),
@@ -455,9 +452,9 @@ def _pending_fires(store: Store, schedules: Schedules) -> None:
 
 
 def test_claim_stale_pending_takes_only_expired_leases_and_only_once(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    _pending_fires(store, schedules)
+    _pending_fires(store, tables)
     now = at("10:00")
 
     first = store.claim_stale_pending(now, now + LEASE, 10)
@@ -470,7 +467,7 @@ def test_claim_stale_pending_takes_only_expired_leases_and_only_once(
     ]
     assert again == []
     assert sorted(r.task_id for r in after_the_new_lease) == ["expired", "expires-now", "held"]
-    leases = {f.task_id: f.lease_until for f in schedules.fires("h")}
+    leases = {f.task_id: f.lease_until for f in tables.fires("h")}
     assert leases["expired"] == now + 2 * LEASE
     assert leases["sent"] == at("08:01")
 
@@ -502,9 +499,9 @@ def _together(count: int, work: object) -> list[object]:
 
 
 @pytest.mark.parametrize("database_url", CONCURRENT, indirect=True)
-def test_concurrent_claims_never_get_the_same_row(store: Store, schedules: Schedules) -> None:
+def test_concurrent_claims_never_get_the_same_row(store: Store, tables: Tables) -> None:
     for n in range(12):
-        schedules.insert(f"s{n:02}", next_run_at=at("09:00") + timedelta(seconds=n))
+        tables.insert(f"s{n:02}", next_run_at=at("09:00") + timedelta(seconds=n))
     now = at("10:00")
 
     def claim(i: int, barrier: threading.Barrier) -> list[str]:
@@ -530,10 +527,10 @@ def test_concurrent_claims_never_get_the_same_row(store: Store, schedules: Sched
     indirect=True,
 )
 def test_a_beat_claiming_a_batch_leaves_the_other_due_rows_to_other_beats(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
     for n in range(12):
-        schedules.insert(f"s{n:02}", next_run_at=at("09:00") + timedelta(seconds=n))
+        tables.insert(f"s{n:02}", next_run_at=at("09:00") + timedelta(seconds=n))
     now = at("10:00")
 
     with store.claim_due(now, 4, "beat-1") as first, store.claim_due(now, 4, "beat-2") as second:
@@ -544,9 +541,9 @@ def test_a_beat_claiming_a_batch_leaves_the_other_due_rows_to_other_beats(
 
 @pytest.mark.parametrize("database_url", CONCURRENT, indirect=True)
 def test_concurrent_claims_of_stale_pending_fires_never_get_the_same_fire(
-    store: Store, schedules: Schedules
+    store: Store, tables: Tables
 ) -> None:
-    schedule_id = schedules.insert("h", next_run_at=at("12:00"))
+    schedule_id = tables.insert("h", next_run_at=at("12:00"))
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(F),

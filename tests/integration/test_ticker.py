@@ -28,23 +28,25 @@ from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.locks.redis import RedisLock
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
-from celery_dbeat.store import migrate
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store, migrate
 from celery_dbeat.ticker import Ticker
 from tests.integration.conftest import (
     START,
     FailingPublisher,
     LockBackend,
+    MakeTicker,
     RecordingPublisher,
-    Schedules,
+    Tables,
     at,
+    fires,
+    published,
     run,
     settings,
+    slots,
 )
 from tests.services import MYSQL_URL, POSTGRES_URL
 
 UTC = timezone.utc
-MakeTicker = Callable[..., Ticker]
 
 
 def every(name: str, seconds: float, **fields: Any) -> Definition:
@@ -57,33 +59,18 @@ def cron(name: str, expr: str, zone: str = "UTC", **fields: Any) -> Definition:
     )
 
 
-def slots(first: datetime, step: timedelta, last: datetime) -> list[datetime]:
-    """``first, first + step, ...`` up to and including ``last``."""
-    return list(
-        itertools.takewhile(lambda t: t <= last, (first + n * step for n in itertools.count()))
-    )
-
-
-def fires(name: str, instants: list[datetime]) -> list[tuple[str, datetime, str]]:
-    return [(name, t, fire_task_id(name, t)) for t in instants]
-
-
-def published(publisher: RecordingPublisher) -> list[tuple[str, datetime, str]]:
-    return [(r.schedule_name, r.slot, r.task_id) for r, *_ in publisher]
-
-
 # Exactly once ------------------------------------------------------------------------------------
 
 
 def test_interval_and_cron_schedules_fire_each_slot_once_with_deterministic_task_ids(
     store: Store,
     lock: FireLock,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync(
+    tables.sync(
         [
             every("every-10m", 600, args=[1, "a"], kwargs={"k": 1}, options={"queue": "q"}),
             cron("quarter-hourly", "*/15 * * * *"),
@@ -102,22 +89,22 @@ def test_interval_and_cron_schedules_fire_each_slot_once_with_deterministic_task
             assert (request.task, args, kwargs, options) == (
                 "tasks.every-10m", [1, "a"], {"k": 1}, {"queue": "q"},
             )  # fmt: skip
-    recorded = schedules.fires()
+    recorded = tables.fires()
     assert sorted((f.name, f.slot, f.task_id) for f in recorded) == sorted(expected)
     assert {(f.status, f.beat) for f in recorded} == {("sent", "beat-1")}
-    assert schedules.row("every-10m").next_run_at == at("10:10")
-    assert schedules.row("quarter-hourly").next_run_at == at("10:15")
+    assert tables.row("every-10m").next_run_at == at("10:10")
+    assert tables.row("quarter-hourly").next_run_at == at("10:15")
 
 
 def test_interval_slots_stay_on_the_anchor_grid_however_late_and_restarted_beat_is(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
     anchor = START + timedelta(microseconds=250_000)
-    schedules.sync([every("grid", 60, start_at=anchor)], START)
+    tables.sync([every("grid", 60, start_at=anchor)], START)
     steps = itertools.cycle([7, 59, 31, 44, 58, 3])
 
     ticks = 0
@@ -148,10 +135,10 @@ def test_two_beats_ticking_alternately_for_an_hour_publish_every_slot_once(
     store: Store,
     open_store: Callable[[], Store],
     lock_backend: LockBackend,
-    schedules: Schedules,
+    tables: Tables,
     skew: timedelta,
 ) -> None:
-    schedules.sync(
+    tables.sync(
         [
             every("every-45s", 45),
             every("every-7m", 420),
@@ -183,8 +170,8 @@ def test_two_beats_ticking_alternately_for_an_hour_publish_every_slot_once(
     duplicates = [f for f, n in Counter(published(publisher)).items() if n > 1]
     assert duplicates == []
     assert sorted(published(publisher)) == sorted(expected)
-    assert {f.status for f in schedules.fires()} == {"sent"}
-    assert len(schedules.fires()) == len(expected)
+    assert {f.status for f in tables.fires()} == {"sent"}
+    assert len(tables.fires()) == len(expected)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite", "postgresql", "mysql"], indirect=True)
@@ -193,10 +180,10 @@ def test_two_beats_ticking_at_the_same_instant_in_parallel_publish_every_slot_on
     store: Store,
     open_store: Callable[[], Store],
     lock_backend: LockBackend,
-    schedules: Schedules,
+    tables: Tables,
 ) -> None:
     names = [f"minutely-{n}" for n in range(8)]
-    schedules.sync([cron(name, "* * * * *") for name in names], START)
+    tables.sync([cron(name, "* * * * *") for name in names], START)
     publisher = RecordingPublisher()
     clocks = [FixedClock(START), FixedClock(START)]
     beats = [
@@ -230,7 +217,7 @@ def test_two_beats_ticking_at_the_same_instant_in_parallel_publish_every_slot_on
         for f in fires(name, slots(at("09:01"), timedelta(minutes=1), at("09:30")))
     ]
     assert sorted(published(publisher)) == sorted(expected)
-    assert len(schedules.fires()) == len(expected)
+    assert len(tables.fires()) == len(expected)
 
 
 # Crash windows -----------------------------------------------------------------------------------
@@ -239,13 +226,13 @@ def test_two_beats_ticking_at_the_same_instant_in_parallel_publish_every_slot_on
 def test_a_failed_publish_stays_pending_and_is_retried_with_the_same_task_id(
     store: Store,
     open_store: Callable[[], Store],
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     failing_publisher: FailingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync([cron("flaky", "*/5 * * * *")], START)
+    tables.sync([cron("flaky", "*/5 * * * *")], START)
     task_id = fire_task_id("flaky", at("09:05"))
     failing = make_ticker(publish=failing_publisher)
     clock.set(at("09:05"))
@@ -253,7 +240,7 @@ def test_a_failed_publish_stays_pending_and_is_retried_with_the_same_task_id(
     failing.tick()
 
     assert [r.task_id for r in failing_publisher.attempts] == [task_id]
-    (fire,) = schedules.fires("flaky")
+    (fire,) = tables.fires("flaky")
     assert (fire.status, fire.attempts, fire.task_id) == ("pending", 1, task_id)
     assert fire.error == "ConnectionError: broker down"
     retry_at = fire.lease_until
@@ -266,7 +253,7 @@ def test_a_failed_publish_stays_pending_and_is_retried_with_the_same_task_id(
     assert healthy.recover_pending() == 1
 
     assert published(publisher) == [("flaky", at("09:05"), task_id)]
-    (fire,) = schedules.fires("flaky")
+    (fire,) = tables.fires("flaky")
     assert (fire.status, fire.beat, fire.sent_at) == ("sent", "beat-2", retry_at)
     clock.advance(60)
     failing.tick()
@@ -277,18 +264,18 @@ def test_a_failed_publish_stays_pending_and_is_retried_with_the_same_task_id(
 
 def test_a_publish_failing_for_longer_than_the_retry_window_is_recorded_as_failed(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     failing_publisher: FailingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync([cron("doomed", "0 10 * * *")], START)
+    tables.sync([cron("doomed", "0 10 * * *")], START)
     ticker = make_ticker(publish=failing_publisher, publish_retry_window="2m")
     clock.set(at("10:00"))
 
     run(ticker, clock, at("10:06"), step=timedelta(seconds=5))
 
-    (fire,) = schedules.fires("doomed")
+    (fire,) = tables.fires("doomed")
     assert fire.status == "failed"
     assert fire.error == "ConnectionError: broker down"
     assert fire.attempts == len(failing_publisher.attempts) >= 2
@@ -297,12 +284,12 @@ def test_a_publish_failing_for_longer_than_the_retry_window_is_recorded_as_faile
 
 def test_a_fire_recorded_by_a_beat_that_crashed_before_publishing_is_published_by_another(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync([cron("orphan", "0 * * * *"), every("bystander", 600)], at("08:59"))
+    tables.sync([cron("orphan", "0 * * * *"), every("bystander", 600)], at("08:59"))
     now = at("09:00")
     # The crashed beat: claimed, planned and recorded in one transaction, then died.
     with store.claim_due(now, 10, "crashed-beat") as batch:
@@ -316,9 +303,9 @@ def test_a_fire_recorded_by_a_beat_that_crashed_before_publishing_is_published_b
     run(survivor, clock, at("09:02"), step=timedelta(seconds=5))
 
     assert published(publisher) == fires("orphan", [now])
-    (fire,) = schedules.fires("orphan")
+    (fire,) = tables.fires("orphan")
     assert (fire.status, fire.beat) == ("sent", "beat-2")
-    assert schedules.row("orphan").next_run_at == at("10:00")
+    assert tables.row("orphan").next_run_at == at("10:00")
 
 
 @pytest.mark.parametrize(
@@ -332,7 +319,7 @@ def test_a_fire_recorded_by_a_beat_that_crashed_before_publishing_is_published_b
 @pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
 def test_a_beat_killed_between_its_redis_claim_and_its_record_does_not_lose_the_fire(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -340,9 +327,9 @@ def test_a_beat_killed_between_its_redis_claim_and_its_record_does_not_lose_the_
     redis_prefix: str,
     policy: str,
 ) -> None:
-    schedules.sync([cron("contested", "0 * * * *", misfire_policy=policy)], at("08:59"))
+    tables.sync([cron("contested", "0 * * * *", misfire_policy=policy)], at("08:59"))
     slot = at("09:00")
-    key = FireKey(schedules.row("contested").id, slot)
+    key = FireKey(tables.row("contested").id, slot)
     killed = RedisLock(redis_url, prefix=redis_prefix, owner="killed-beat")
     survivor_lock = RedisLock(redis_url, prefix=redis_prefix, owner="beat-2")
     client = redis.Redis.from_url(redis_url)
@@ -405,7 +392,7 @@ MISFIRES = [
 
 
 def _down_from_0959_30_to_1310(
-    schedules: Schedules, clock: FixedClock, ticker: Ticker, publisher: RecordingPublisher
+    tables: Tables, clock: FixedClock, ticker: Ticker, publisher: RecordingPublisher
 ) -> None:
     """SEMANTICS' canonical check: hourly, every beat down from 09:59:30 to 13:10:00."""
     clock.set(at("09:00"))
@@ -418,8 +405,8 @@ def _down_from_0959_30_to_1310(
     ticker.tick()
 
 
-def _outcome(schedules: Schedules, status: str) -> tuple[str, str, int] | None:
-    rows = [f for f in schedules.fires("hourly") if f.status == status]
+def _outcome(tables: Tables, status: str) -> tuple[str, str, int] | None:
+    rows = [f for f in tables.fires("hourly") if f.status == status]
     if not rows:
         return None
     (row,) = rows
@@ -431,7 +418,7 @@ def _outcome(schedules: Schedules, status: str) -> tuple[str, str, int] | None:
 @pytest.mark.parametrize(("policy", "grace", "limit", "sent", "skipped", "dropped"), MISFIRES)
 def test_misfire_after_downtime_publishes_what_the_policy_table_says(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -445,17 +432,17 @@ def test_misfire_after_downtime_publishes_what_the_policy_table_says(
     hourly = cron(
         "hourly", "0 * * * *", misfire_policy=policy, misfire_grace=grace, catchup_limit=limit
     )
-    schedules.sync([hourly], at("08:30"))
+    tables.sync([hourly], at("08:30"))
     ticker = make_ticker()
 
-    _down_from_0959_30_to_1310(schedules, clock, ticker, publisher)
+    _down_from_0959_30_to_1310(tables, clock, ticker, publisher)
 
     assert published(publisher) == fires("hourly", [H(t) for t in sent])
-    assert _outcome(schedules, "skipped") == skipped
-    assert _outcome(schedules, "dropped") == dropped
-    sent_rows = [f.slot for f in schedules.fires("hourly") if f.status == "sent"]
+    assert _outcome(tables, "skipped") == skipped
+    assert _outcome(tables, "dropped") == dropped
+    sent_rows = [f.slot for f in tables.fires("hourly") if f.status == "sent"]
     assert sent_rows == [at("09:00")] + [H(t) for t in sent]
-    assert schedules.row("hourly").next_run_at == at("14:00")
+    assert tables.row("hourly").next_run_at == at("14:00")
     publisher.clear()
     clock.set(at("14:00"))
     ticker.tick()
@@ -474,7 +461,7 @@ def test_misfire_after_downtime_publishes_what_the_policy_table_says(
 )  # fmt: skip
 def test_misfire_settings_apply_to_schedules_without_their_own(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -482,26 +469,26 @@ def test_misfire_settings_apply_to_schedules_without_their_own(
     sent: list[str],
     dropped: tuple[str, str, int] | None,
 ) -> None:
-    schedules.sync([cron("hourly", "0 * * * *")], at("08:30"))
+    tables.sync([cron("hourly", "0 * * * *")], at("08:30"))
     ticker = make_ticker(**overrides)
 
-    _down_from_0959_30_to_1310(schedules, clock, ticker, publisher)
+    _down_from_0959_30_to_1310(tables, clock, ticker, publisher)
 
     assert published(publisher) == fires("hourly", [H(t) for t in sent])
-    assert _outcome(schedules, "dropped") == dropped
-    assert schedules.row("hourly").next_run_at == at("14:00")
+    assert _outcome(tables, "dropped") == dropped
+    assert tables.row("hourly").next_run_at == at("14:00")
 
 
 @pytest.mark.parametrize("policy", ["skip", "latest", "earliest", "all"])
 def test_a_slot_late_by_less_than_the_tolerance_fires_whatever_the_policy(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
     policy: str,
 ) -> None:
-    schedules.sync([cron("hourly", "0 * * * *", misfire_policy=policy)], at("09:30"))
+    tables.sync([cron("hourly", "0 * * * *", misfire_policy=policy)], at("09:30"))
     ticker = make_ticker()
     clock.set(at("09:59:30"))
     ticker.tick()
@@ -510,7 +497,7 @@ def test_a_slot_late_by_less_than_the_tolerance_fires_whatever_the_policy(
     ticker.tick()
 
     assert published(publisher) == fires("hourly", [at("10:00")])
-    assert [f.status for f in schedules.fires("hourly")] == ["sent"]
+    assert [f.status for f in tables.fires("hourly")] == ["sent"]
 
 
 # Bad rows and raw SQL ----------------------------------------------------------------------------
@@ -531,14 +518,14 @@ BROKEN: dict[str, tuple[dict[str, Any], str]] = {
 
 def test_broken_rows_are_marked_with_their_error_and_every_other_schedule_keeps_firing(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync([every("healthy", 300)], START)
+    tables.sync([every("healthy", 300)], START)
     for name, (columns, _) in BROKEN.items():
-        schedules.insert(name, **{"next_run_at": at("09:00"), **columns})
+        tables.insert(name, **{"next_run_at": at("09:00"), **columns})
     ticker = make_ticker(batch_size=3)
 
     run(ticker, clock, at("09:30"), step=timedelta(seconds=30))
@@ -547,11 +534,11 @@ def test_broken_rows_are_marked_with_their_error_and_every_other_schedule_keeps_
         "healthy", slots(at("09:05"), timedelta(minutes=5), at("09:30"))
     )
     for name, (_, field) in BROKEN.items():
-        row = schedules.row(name)
+        row = tables.row(name)
         assert row.last_error is not None, name
         assert row.last_error.startswith(field), (name, row.last_error)
         assert (row.next_run_at, row.enabled) == (None, True), name
-        assert schedules.fires(name) == [], name
+        assert tables.fires(name) == [], name
     assert store.peek()[:2] == (at("09:35"), False)
     assert ticker.tick() > 0  # nothing left to compute: beat sleeps, it does not spin
 
@@ -569,7 +556,7 @@ def test_broken_rows_are_marked_with_their_error_and_every_other_schedule_keeps_
 )  # fmt: skip
 def test_a_null_next_run_at_set_by_raw_sql_is_recomputed_on_the_next_tick(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -578,18 +565,18 @@ def test_a_null_next_run_at_set_by_raw_sql_is_recomputed_on_the_next_tick(
     edited_at: str,
     recomputed: str,
 ) -> None:
-    schedules.sync([definition], START)
+    tables.sync([definition], START)
     ticker = make_ticker()
     ticker.tick()
     clock.set(at(edited_at))
-    schedules.execute("UPDATE dbeat_schedules SET next_run_at = NULL WHERE name = :name", name="s")
+    tables.execute("UPDATE dbeat_schedules SET next_run_at = NULL WHERE name = :name", name="s")
     if edit:
-        schedules.update("s", **edit)
+        tables.update("s", **edit)
     assert store.peek()[:2] == (None, True)
 
     ticker.tick()
 
-    assert schedules.row("s").next_run_at == at(recomputed)
+    assert tables.row("s").next_run_at == at(recomputed)
     assert publisher == []  # a recompute never fires "immediately"
     clock.set(at(recomputed))
     ticker.tick()
@@ -607,37 +594,37 @@ def test_a_null_next_run_at_set_by_raw_sql_is_recomputed_on_the_next_tick(
 )
 def test_a_next_run_at_written_by_raw_sql_without_microseconds_fires(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.sync([cron("s", "0 * * * *")], START)
-    schedules.execute("UPDATE dbeat_schedules SET next_run_at = '2024-05-06 09:30:00'")
-    assert schedules.row("s").next_run_at == at("09:30")
+    tables.sync([cron("s", "0 * * * *")], START)
+    tables.execute("UPDATE dbeat_schedules SET next_run_at = '2024-05-06 09:30:00'")
+    assert tables.row("s").next_run_at == at("09:30")
     ticker = make_ticker()
     clock.set(at("09:30"))
 
     sleeps = [ticker.tick() for _ in range(3)]
 
     assert published(publisher) == fires("s", [at("09:30")])
-    assert schedules.row("s").next_run_at == at("10:00")
+    assert tables.row("s").next_run_at == at("10:00")
     assert min(sleeps) > 0
 
 
 def test_a_broken_row_fixed_by_raw_sql_fires_again(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    schedules.insert("s", next_run_at=at("09:00"), timezone="Mars/Olympus_Mons")
+    tables.insert("s", next_run_at=at("09:00"), timezone="Mars/Olympus_Mons")
     ticker = make_ticker()
     ticker.tick()
-    assert schedules.row("s").last_error is not None
+    assert tables.row("s").last_error is not None
 
-    schedules.update("s", timezone="Europe/Paris", last_error=None, next_run_at=None)
+    tables.update("s", timezone="Europe/Paris", last_error=None, next_run_at=None)
     clock.set(at("09:10"))
     ticker.tick()
     clock.set(at("10:00"))
@@ -669,7 +656,7 @@ FINISHING = [
 @pytest.mark.parametrize(("definition", "sent", "finished_at"), FINISHING)
 def test_finished_schedules_are_marked_finished_and_disabled(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -677,12 +664,12 @@ def test_finished_schedules_are_marked_finished_and_disabled(
     sent: list[str],
     finished_at: str,
 ) -> None:
-    schedules.sync([definition], START)
+    tables.sync([definition], START)
 
     run(make_ticker(max_interval="1h", lock_ttl="2h"), clock, at("11:00"))
 
     assert published(publisher) == fires("s", [at(t) for t in sent])
-    row = schedules.row("s")
+    row = tables.row("s")
     assert (row.enabled, row.next_run_at, row.finished_at) == (False, None, at(finished_at))
     assert row.run_count == len(sent)
     assert row.last_error is None
@@ -721,13 +708,13 @@ def test_an_unreachable_database_makes_tick_sleep_instead_of_raising(url: str) -
 def test_a_dropped_database_makes_tick_sleep_and_beat_resumes_when_it_is_back(
     database_url: str,
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
     definition = every("survivor", 60)
-    schedules.sync([definition], START)
+    tables.sync([definition], START)
     ticker = make_ticker()
     run(ticker, clock, at("09:02"), step=timedelta(seconds=10))
     assert len(publisher) == 2
@@ -750,7 +737,7 @@ def test_a_dropped_database_makes_tick_sleep_and_beat_resumes_when_it_is_back(
         admin.dispose()
     clock.advance(30)
     migrate(store.engine)
-    schedules.sync([definition], clock.now())
+    tables.sync([definition], clock.now())
     publisher.clear()
     run(ticker, clock, clock.now() + timedelta(seconds=130), step=timedelta(seconds=10))
     assert len(publisher) == 2
@@ -783,7 +770,7 @@ DST = [
 @pytest.mark.parametrize(("zone", "expr", "since", "until", "expected"), DST)
 def test_cron_slots_across_dst_are_published_at_the_utc_instants_semantics_lists(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
     zone: str,
@@ -793,7 +780,7 @@ def test_cron_slots_across_dst_are_published_at_the_utc_instants_semantics_lists
     expected: list[str],
 ) -> None:
     clock = FixedClock(Z(since))
-    schedules.sync([cron("dst", expr, zone)], clock.now())
+    tables.sync([cron("dst", expr, zone)], clock.now())
     ticker = make_ticker(clock=clock, max_interval="1d", lock_ttl="2d")
 
     run(ticker, clock, Z(until))
@@ -803,14 +790,14 @@ def test_cron_slots_across_dst_are_published_at_the_utc_instants_semantics_lists
 
 def test_tick_sleeps_until_the_earliest_next_run_at_at_most_max_interval(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
     ticker = make_ticker(max_interval="5s", lock_ttl="60s")
     assert ticker.tick() == 5.0  # nothing scheduled
-    schedules.sync([every("soon", 600)], START)
+    tables.sync([every("soon", 600)], START)
 
     assert ticker.tick() == 5.0
     clock.set(at("09:09:58"))

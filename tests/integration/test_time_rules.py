@@ -24,42 +24,30 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.fires import PublishRequest, fire_task_id
 from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.store import migrate
+from celery_dbeat.store import Store, migrate
 from celery_dbeat.store.database import create_engine
-from celery_dbeat.store.queries import Store
 from celery_dbeat.ticker import Ticker
 from celery_dbeat.timing.jitter import fire_at
 from tests.integration.conftest import (
     START,
+    MakeTicker,
     RecordingPublisher,
-    Schedules,
+    Tables,
     at,
+    fires,
+    published,
     run,
     settings,
+    slots,
 )
 
 UTC = timezone.utc
-MakeTicker = Callable[..., Ticker]
 #: Beat settings that let ``run`` sleep straight to the next due instant.
 LONG_SLEEPS = {"max_interval": "1h", "lock_ttl": "2h"}
 
 
-def slots_between(first: datetime, step: timedelta, last: datetime) -> list[datetime]:
-    """``first, first + step, ...`` up to and including ``last``: slots by arithmetic."""
-    count = (last - first) // step + 1 if last >= first else 0
-    return [first + n * step for n in range(count)]
-
-
-def fires(name: str, instants: list[datetime]) -> list[tuple[str, datetime, str]]:
-    return [(name, t, fire_task_id(name, t)) for t in instants]
-
-
-def published(publisher: RecordingPublisher) -> list[tuple[str, datetime, str]]:
-    return [(r.schedule_name, r.slot, r.task_id) for r, *_ in publisher]
-
-
-def recorded(schedules: Schedules, name: str, status: str = "sent") -> list[datetime]:
-    return [f.slot for f in schedules.fires(name) if f.status == status]
+def recorded(tables: Tables, name: str, status: str = "sent") -> list[datetime]:
+    return [f.slot for f in tables.fires(name) if f.status == status]
 
 
 # (a) once schedules sharing an instant --------------------------------------------------------
@@ -67,13 +55,13 @@ def recorded(schedules: Schedules, name: str, status: str = "sent") -> list[date
 
 def test_once_schedules_at_the_same_instant_all_fire_each_exactly_once(
     store: Store,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
     names = [f"once-{n}" for n in range(7)]
-    schedules.sync(
+    tables.sync(
         [Definition.create(name=n, task=f"tasks.{n}", schedule=Once(at("09:30"))) for n in names],
         START,
     )
@@ -86,8 +74,8 @@ def test_once_schedules_at_the_same_instant_all_fire_each_exactly_once(
         fire for name in names for fire in fires(name, [at("09:30")])
     )
     for name in names:
-        row = schedules.row(name)
-        assert recorded(schedules, name) == [at("09:30")]
+        row = tables.row(name)
+        assert recorded(tables, name) == [at("09:30")]
         assert (row.enabled, row.next_run_at, row.run_count) == (False, None, 1)
         assert row.finished_at == at("09:30")
 
@@ -153,13 +141,13 @@ def test_cron_and_interval_slots_are_the_same_utc_instants_on_every_backend_and_
 ) -> None:
     assert time.localtime(START.timestamp()).tm_gmtoff == 5 * 3600 + 45 * 60
     assert _session_zone(zoned_store) == SESSION_ZONE.get(zoned_store.engine.dialect.name)
-    schedules = Schedules(zoned_store)
+    tables = Tables(zoned_store)
     anchor = START + timedelta(seconds=7, microseconds=250_000)
 
     def cron(name: str, expr: str, zone: str) -> Definition:
         return Definition.create(name=name, task="t", schedule=Cron(expr, timezone=zone))
 
-    schedules.sync(
+    tables.sync(
         [
             cron("every-20m", "*/20 * * * *", "UTC"),
             cron("kathmandu-9am", "0 9 * * *", "Asia/Kathmandu"),
@@ -174,7 +162,7 @@ def test_cron_and_interval_slots_are_the_same_utc_instants_on_every_backend_and_
     run(Ticker(zoned_store, DatabaseLock(), publisher, settings(**LONG_SLEEPS), clock), clock, end)
 
     expected = {
-        "every-20m": slots_between(at("09:20"), timedelta(minutes=20), end),
+        "every-20m": slots(at("09:20"), timedelta(minutes=20), end),
         # 09:00 at UTC+05:45 is 03:15Z.
         "kathmandu-9am": [datetime(2024, 5, 7, 3, 15, tzinfo=UTC)],
         # Midnight at UTC+12:45 (Chatham standard time in May) is 11:15Z the day before.
@@ -182,20 +170,20 @@ def test_cron_and_interval_slots_are_the_same_utc_instants_on_every_backend_and_
             datetime(2024, 5, 6, 11, 15, tzinfo=UTC),
             datetime(2024, 5, 7, 11, 15, tzinfo=UTC),
         ],
-        "every-25m": slots_between(anchor + timedelta(seconds=1500), timedelta(seconds=1500), end),
+        "every-25m": slots(anchor + timedelta(seconds=1500), timedelta(seconds=1500), end),
     }
     assert len(expected["every-20m"]) == 81
     assert len(expected["every-25m"]) == 64
-    for name, slots in expected.items():
-        assert recorded(schedules, name) == slots, name
-        assert [f.task_id for f in schedules.fires(name)] == [fire_task_id(name, t) for t in slots]
-        assert all(f.slot.utcoffset() == timedelta(0) for f in schedules.fires(name))
+    for name, instants in expected.items():
+        assert recorded(tables, name) == instants, name
+        assert [f.task_id for f in tables.fires(name)] == [fire_task_id(name, t) for t in instants]
+        assert all(f.slot.utcoffset() == timedelta(0) for f in tables.fires(name))
     assert sorted(published(publisher)) == sorted(
-        fire for name, slots in expected.items() for fire in fires(name, slots)
+        fire for name, instants in expected.items() for fire in fires(name, instants)
     )
-    assert schedules.row("every-20m").next_run_at == datetime(2024, 5, 7, 12, 20, tzinfo=UTC)
-    assert schedules.row("kathmandu-9am").next_run_at == datetime(2024, 5, 8, 3, 15, tzinfo=UTC)
-    assert schedules.row("every-25m").next_run_at == expected["every-25m"][-1] + timedelta(
+    assert tables.row("every-20m").next_run_at == datetime(2024, 5, 7, 12, 20, tzinfo=UTC)
+    assert tables.row("kathmandu-9am").next_run_at == datetime(2024, 5, 8, 3, 15, tzinfo=UTC)
+    assert tables.row("every-25m").next_run_at == expected["every-25m"][-1] + timedelta(
         seconds=1500
     )
 
@@ -215,13 +203,13 @@ class TimedPublisher(list[tuple[datetime, PublishRequest]]):
 
 
 def test_a_jittered_schedule_fires_once_per_slot_at_its_fire_at_through_two_beats(
-    store: Store, open_store: Callable[[], Store], schedules: Schedules
+    store: Store, open_store: Callable[[], Store], tables: Tables
 ) -> None:
     jitters: dict[str, tuple[Cron | Every, float]] = {
         "every-2m": (Every(120), 100.0),
         "five-minutely": (Cron("*/5 * * * *"), 900.0),  # wider than the 5 min gap
     }
-    schedules.sync(
+    tables.sync(
         [
             Definition.create(name=name, task="t", schedule=spec, jitter=jitter)
             for name, (spec, jitter) in jitters.items()
@@ -245,7 +233,7 @@ def test_a_jittered_schedule_fires_once_per_slot_at_its_fire_at_through_two_beat
     expected: dict[tuple[str, datetime], datetime] = {}
     for name, gap in gaps.items():
         jitter = timedelta(seconds=jitters[name][1])
-        for slot in slots_between(START + gap, gap, end):
+        for slot in slots(START + gap, gap, end):
             due = fire_at(name, slot, jitter, slot + gap)
             if due <= end:
                 expected[(name, slot)] = due
@@ -260,7 +248,7 @@ def test_a_jittered_schedule_fires_once_per_slot_at_its_fire_at_through_two_beat
         assert due <= when < due + step, request
         assert request.task_id == fire_task_id(request.schedule_name, request.slot)
     for name in gaps:
-        assert recorded(schedules, name) == sorted(s for n, s in expected if n == name)
+        assert recorded(tables, name) == sorted(s for n, s in expected if n == name)
 
 
 # (d) pause and resume --------------------------------------------------------------------------
@@ -296,7 +284,7 @@ def _hourly_fired_at_ten_then_paused(
 )
 def test_resuming_fires_none_of_the_paused_slots_and_next_the_first_slot_after_the_resume(
     managed: api.Schedules,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -317,13 +305,13 @@ def test_resuming_fires_none_of_the_paused_slots_and_next_the_first_slot_after_t
     after = [at(next_slot), at(next_slot) + timedelta(hours=1)]
     assert published(publisher) == fires("hourly", after)
     # (Whether the pause's slots are also counted as dropped in the history is left open here.)
-    assert recorded(schedules, "hourly") == [at("10:00"), *after]
-    assert recorded(schedules, "hourly", "pending") == []
+    assert recorded(tables, "hourly") == [at("10:00"), *after]
+    assert recorded(tables, "hourly", "pending") == []
 
 
 def test_a_slot_between_the_resume_and_the_next_tick_fires(
     managed: api.Schedules,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -351,7 +339,7 @@ def test_a_slot_between_the_resume_and_the_next_tick_fires(
 )
 def test_resuming_with_catch_up_sends_the_paused_slots_through_the_misfire_policy(
     managed: api.Schedules,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -368,7 +356,7 @@ def test_resuming_with_catch_up_sends_the_paused_slots_through_the_misfire_polic
     ticker.tick()
 
     assert published(publisher) == fires("hourly", [at(t) for t in sent])
-    skip_rows = [f for f in schedules.fires("hourly") if f.status == "skipped"]
+    skip_rows = [f for f in tables.fires("hourly") if f.status == "skipped"]
     assert [
         (f.first_slot.strftime("%H:%M"), f.slot.strftime("%H:%M"), f.slot_count) for f in skip_rows
     ] == ([skipped] if skipped else [])
@@ -434,7 +422,7 @@ def test_a_resumed_interval_keeps_its_anchor_grid_and_skips_the_slot_just_passed
 )  # fmt: skip
 def test_a_timing_edit_recomputes_next_run_at_from_the_edit_time_and_the_old_slot_never_fires(
     managed: api.Schedules,
-    schedules: Schedules,
+    tables: Tables,
     clock: FixedClock,
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
@@ -456,7 +444,7 @@ def test_a_timing_edit_recomputes_next_run_at_from_the_edit_time_and_the_old_slo
     run(ticker, clock, max(at(old_slot), at(new_slot)) + timedelta(seconds=30))
 
     assert published(publisher) == fires("s", [at(t) for t in sent])
-    assert [f.slot for f in schedules.fires("s")] == [at(t) for t in sent]
+    assert [f.slot for f in tables.fires("s")] == [at(t) for t in sent]
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,10 @@ from datetime import timedelta
 import pytest
 
 from celery_dbeat import Every
-from celery_dbeat.api import Schedules as Api
+from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import Definition
-from celery_dbeat.store.queries import Store
-from tests.integration.conftest import START, RecordingPublisher, Schedules
+from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables
 
 CORRUPT = [
     pytest.param("postgresql", "next_run_at", "'-infinity'", id="postgresql-next-run-minus-inf"),
@@ -36,18 +35,18 @@ def _definitions(*names: str) -> list[Definition]:
 
 @pytest.mark.parametrize(("database_url", "column", "value"), CORRUPT, indirect=["database_url"])
 def test_a_row_that_cannot_be_read_is_set_aside_and_every_other_schedule_fires(
-    store: Store,
-    schedules: Schedules,
-    make_ticker: object,
+    api: Schedules,
+    tables: Tables,
+    make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
     caplog: pytest.LogCaptureFixture,
     column: str,
     value: str,
 ) -> None:
-    schedules.sync(_definitions("good", "bad"), START)
-    schedules.execute(f"UPDATE dbeat_schedules SET {column} = {value} WHERE name = 'bad'")
-    ticker = make_ticker()  # type: ignore[operator]
+    tables.sync(_definitions("good", "bad"), START)
+    tables.execute(f"UPDATE dbeat_schedules SET {column} = {value} WHERE name = 'bad'")
+    ticker = make_ticker()
     caplog.set_level(logging.INFO, logger="celery_dbeat")
 
     for minutes in (1, 2):
@@ -56,7 +55,6 @@ def test_a_row_that_cannot_be_read_is_set_aside_and_every_other_schedule_fires(
     assert publisher.fires == [("good", START + MINUTE), ("good", START + 2 * MINUTE)]
     assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
 
-    api = Api(store, clock=clock)
     listed = {info.name: info for info in api.list()}
     assert listed["good"].last_error is None
     bad = api.get("bad")
@@ -70,7 +68,7 @@ def test_a_row_that_cannot_be_read_is_set_aside_and_every_other_schedule_fires(
     assert [info.name for info in api.failing()] == ["bad"]
 
     # Corrected by hand: next_run_at NULL without an error asks for a recompute.
-    schedules.execute(
+    tables.execute(
         f"UPDATE dbeat_schedules SET {column} = NULL, last_error = NULL WHERE name = 'bad'"
     )
     clock.set(START + 2 * MINUTE + timedelta(seconds=1))
@@ -92,20 +90,19 @@ def test_a_row_that_cannot_be_read_is_set_aside_and_every_other_schedule_fires(
     indirect=["database_url"],
 )
 def test_an_unreadable_earliest_instant_does_not_stop_the_tick(
-    store: Store,
-    schedules: Schedules,
-    make_ticker: object,
+    tables: Tables,
+    make_ticker: MakeTicker,
     clock: FixedClock,
     caplog: pytest.LogCaptureFixture,
     value: str,
 ) -> None:
     """The only enabled row is never due but its instant is what the tick's peek reads."""
-    schedules.sync(_definitions("bad"), START)
-    schedules.execute(f"UPDATE dbeat_schedules SET next_run_at = {value} WHERE name = 'bad'")
-    ticker = make_ticker()  # type: ignore[operator]
+    tables.sync(_definitions("bad"), START)
+    tables.execute(f"UPDATE dbeat_schedules SET next_run_at = {value} WHERE name = 'bad'")
+    ticker = make_ticker()
     caplog.set_level(logging.INFO, logger="celery_dbeat")
     clock.set(START + MINUTE)
     assert ticker.tick() == ticker.settings.max_interval.total_seconds()
-    assert "next_run_at" in (schedules.row("bad").last_error or "")
+    assert "next_run_at" in (tables.row("bad").last_error or "")
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert errors == [f"dbeat: schedule 'bad' set aside: {schedules.row('bad').last_error}"]
+    assert errors == [f"dbeat: schedule 'bad' set aside: {tables.row('bad').last_error}"]

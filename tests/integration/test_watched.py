@@ -10,22 +10,19 @@ missing fires: slots that came due while some beat was running fire however late
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from celery_dbeat import Cron
-from celery_dbeat.api import Schedules as Api
+from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.definitions import Definition
 from celery_dbeat.misfire import watched_since
-from celery_dbeat.store.queries import Store
-from celery_dbeat.ticker import Ticker
-from tests.integration.conftest import START, RecordingPublisher, Schedules, at, run
+from celery_dbeat.store import Store
+from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables, at, run
 
-MakeTicker = Callable[..., Ticker]
 MINUTELY = [f"m{i}" for i in range(3)]
 
 
@@ -45,14 +42,14 @@ def _minutely(policy: str) -> list[Definition]:
     ],
 )
 def test_after_three_minutes_down_every_minute_crons_follow_the_policy_exactly(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
     policy: str,
     per_schedule: list[datetime],
 ) -> None:
-    schedules.sync(_minutely(policy), at("09:00"))
+    tables.sync(_minutely(policy), at("09:00"))
     clock.set(at("09:02:01"))
     make_ticker(instance_name="before").tick()  # fires 09:01 and 09:02, then goes down
     publisher.clear()
@@ -61,16 +58,18 @@ def test_after_three_minutes_down_every_minute_crons_follow_the_policy_exactly(
     make_ticker(instance_name="after").tick()
 
     assert sorted(publisher.fires) == sorted((n, t) for n in MINUTELY for t in per_schedule)
-    assert all(row.next_run_at == at("09:06") for row in schedules.rows())
+    assert [(row.name, row.next_run_at) for row in tables.rows()] == [
+        (n, at("09:06")) for n in MINUTELY
+    ]
 
 
 def test_a_running_beat_that_falls_behind_fires_late_slots_even_under_skip(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
 ) -> None:
-    schedules.sync(_minutely("skip"), at("09:00"))
+    tables.sync(_minutely("skip"), at("09:00"))
     ticker = make_ticker(max_interval=15, lock_ttl=30)
     clock.set(at("09:00:58"))
     ticker.tick()
@@ -80,12 +79,12 @@ def test_a_running_beat_that_falls_behind_fires_late_slots_even_under_skip(
 
 
 def test_a_lone_beat_stalled_past_its_sleep_treats_the_stall_as_an_outage(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
 ) -> None:
-    schedules.sync(_minutely("skip"), at("09:00"))
+    tables.sync(_minutely("skip"), at("09:00"))
     ticker = make_ticker(instance_name="lone", max_interval=5, lock_ttl=30)
     clock.set(at("09:00:58"))
     ticker.tick()
@@ -98,13 +97,11 @@ def test_a_lone_beat_stalled_past_its_sleep_treats_the_stall_as_an_outage(
 
 
 def test_a_pause_resumed_with_catch_up_goes_through_the_policy_though_beats_ran(
-    store: Store,
-    schedules: Schedules,
+    api: Schedules,
     make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
 ) -> None:
-    api = Api(store, clock=clock)
     api.add("hourly", "t.h", Cron("0 * * * *"), misfire_policy="latest")
     ticker = make_ticker(max_interval=60, lock_ttl=90)
     clock.set(at("09:30"))
@@ -162,7 +159,7 @@ def test_watched_since_chains_heartbeats_back_from_now(
 
 
 def test_slots_due_while_watched_are_late_for_ten_minutes_at_most(
-    schedules: Schedules,
+    tables: Tables,
     make_ticker: MakeTicker,
     clock: FixedClock,
     publisher: RecordingPublisher,
@@ -170,10 +167,10 @@ def test_slots_due_while_watched_are_late_for_ten_minutes_at_most(
 ) -> None:
     """A beat far behind (here: next_run_at moved back by raw SQL) catches up through the policy
     for what is older than ten minutes, instead of sending the whole backlog."""
-    schedules.sync(_minutely("skip")[:1], at("09:00"))
+    tables.sync(_minutely("skip")[:1], at("09:00"))
     heart: dict[str, Any] = {"name": "up", "hostname": "h", "pid": 1, "version": "0"}
     store.heartbeat({**heart, "started_at": at("08:00")}, at("09:59:50"))
-    schedules.update("m0", next_run_at=at("09:30"))
+    tables.update("m0", next_run_at=at("09:30"))
     clock.set(at("10:00:10"))
     make_ticker().tick()
     assert publisher.fires == [("m0", at(f"09:{m}")) for m in range(51, 60)] + [("m0", at("10:00"))]

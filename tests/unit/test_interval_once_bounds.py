@@ -11,17 +11,10 @@ import pytest
 
 from celery_dbeat.errors import ValidationError
 from celery_dbeat.timing import IntervalSpec, OnceSpec, build_timing
+from tests.unit.conftest import utc, utcs
 
 UTC = timezone.utc
 NEW_YORK = ZoneInfo("America/New_York")
-
-
-def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
-def utcs(*texts: str) -> list[datetime]:
-    return [utc(t) for t in texts]
 
 
 # Interval --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from itertools import count
 import pytest
 
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules, Resolution, SlotGroup, resolve
+from tests.unit.conftest import at
 
 UTC = timezone.utc
 HOUR = timedelta(hours=1)
@@ -19,11 +20,6 @@ SKIP, LATEST, EARLIEST, ALL = (
     MisfirePolicy.EARLIEST,
     MisfirePolicy.ALL,
 )
-
-
-def at(hhmm: str, day: int = 1) -> datetime:
-    """``"13:10"`` or ``"13:10:00.5"`` on 2024-01-``day`` in UTC."""
-    return datetime.fromisoformat(f"2024-01-{day:02d}T{hhmm}+00:00")
 
 
 def every(step: timedelta, start: datetime) -> Iterator[datetime]:

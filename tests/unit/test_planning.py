@@ -12,15 +12,11 @@ import pytest
 from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
 from celery_dbeat.planning import plan
+from tests.unit.conftest import at
 
 UTC = timezone.utc
 PENDING, SKIPPED, DROPPED = FireStatus.PENDING, FireStatus.SKIPPED, FireStatus.DROPPED
 DEFAULTS = MisfireRules()
-
-
-def at(hhmm: str, day: int = 1) -> datetime:
-    """``"13:10"`` or ``"13:10:00.5"`` on 2024-01-``day`` in UTC."""
-    return datetime.fromisoformat(f"2024-01-{day:02d}T{hhmm}+00:00")
 
 
 def row(**fields: Any) -> ScheduleRow:

@@ -20,14 +20,11 @@ from celery_dbeat.definitions import Definition, definition_from_form, definitio
 from celery_dbeat.errors import ValidationError
 from celery_dbeat.store.database import _config, create_engine, migrate
 from celery_dbeat.timing import SolarSpec, build_timing
+from tests.unit.conftest import utc
 
 pytest.importorskip("ephem")
 
 UTC = timezone.utc
-
-
-def utc(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def celery_app() -> Celery:
@@ -80,6 +77,7 @@ def test_slots_are_the_same_whichever_slot_a_beat_restarts_from(
 ) -> None:
     spec = SolarSpec.parse(event, lat, lon)
     slots = list(islice(spec.slots_after(after), 6))
+    assert len(slots) == 6
     for i, slot in enumerate(slots[:-1]):
         assert list(islice(spec.slots_after(slot), 5 - i)) == slots[i + 1 :]
         for before in (timedelta(microseconds=1), timedelta(seconds=0.5), timedelta(hours=3)):

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from celery_dbeat.api import Schedules
 from celery_dbeat.config import Settings
 from celery_dbeat.errors import ConfigurationError
-from celery_dbeat.store.queries import Store
+from celery_dbeat.store import Store
 
 __all__ = [
     "database_alias",

@@ -6,7 +6,7 @@ migrate``, see ``operations.py``, or ``manage.py dbeat_migrate``) and
 validated and moves ``next_run_at`` by the same rules as the CLI and beat's config sync. These
 models are for reading (the admin, your own queries); an ORM write raises :class:`ReadOnlyError`.
 Their fields are read off the SQLAlchemy tables (``celery_dbeat.store.models``), one per column,
-so a new column needs no edit here; ``tests/contrib_django/test_models.py`` checks the result
+so a new column needs no edit here; ``tests/integration/django/test_models.py`` checks the result
 against the tables and the migrated databases.
 """
 

@@ -18,8 +18,8 @@ from ...core.states import STATES, schedule_state
 from ...definitions import definition_from_form, form_text
 from ...errors import DBeatError, ScheduleExists, ValidationError
 from ...overlap import OverlapPolicy
-from ...store.manage import CONFIG_ORIGIN, state_expression
 from ...store.models import Schedule
+from ...store.schedules import CONFIG_ORIGIN, state_expression
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
 from .display import (
     duration,

@@ -1,0 +1,337 @@
+"""Beat's due path: what is due (:func:`peek`), the batch of due schedules a beat claims
+(:func:`claim_due`) and how it records what it planned (:meth:`DueBatch.record`).
+
+The write path is one transaction per batch of due schedules::
+
+    with claim_due(engine, clock, now, limit, beat) as batch:  # FOR UPDATE SKIP LOCKED
+        ...plan each batch.schedules[i]...
+        to_publish = batch.record(transitions, lease_until)   # compare-and-set + fire rows
+
+``record`` advances each schedule's ``next_run_at`` only if it still holds the value (and
+definition ``version``) that was read, and inserts the fire rows in the same transaction; the
+unique key on ``(schedule_id, slot, manual)`` makes a second recording of a slot impossible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import fields
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from celery.utils.log import get_logger
+from sqlalchemy.engine import Connection, Engine, Row
+
+from ..core.fires import FireStatus, PublishRequest, ScheduleRow, Transition
+from .clock import DatabaseClock
+from .models import F, S
+from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
+
+__all__ = ["DueBatch", "Peek", "claim_due", "peek", "skips_locked"]
+
+logger = get_logger(__name__)
+
+#: Rows looked at when the earliest instant :func:`peek` finds cannot be read.
+_PEEK_HEADS = 10
+
+#: ``DueBatch._compare_and_set`` of a whole batch on PostgreSQL: one array per column, unnested.
+_CAS_COLUMNS = (
+    "id",
+    "version",
+    "old_next",
+    "next_run_at",
+    "due_at",
+    "last_error",
+    "last_slot",
+    "runs_added",
+    "finished",
+)
+
+_CAS_BATCH_PG = sa.text(
+    """
+    UPDATE dbeat_schedules AS s SET
+        next_run_at = v.next_run_at,
+        due_at = v.due_at,
+        last_error = v.last_error,
+        last_slot = COALESCE(v.last_slot, s.last_slot),
+        run_count = s.run_count + v.runs_added,
+        finished_at = CASE WHEN v.finished THEN CAST(:now AS timestamptz) ELSE s.finished_at END,
+        enabled = CASE WHEN v.finished THEN false ELSE s.enabled END
+    FROM unnest(
+        CAST(:id AS bigint[]), CAST(:version AS integer[]), CAST(:old_next AS timestamptz[]),
+        CAST(:next_run_at AS timestamptz[]), CAST(:due_at AS timestamptz[]),
+        CAST(:last_error AS text[]), CAST(:last_slot AS timestamptz[]),
+        CAST(:runs_added AS integer[]), CAST(:finished AS boolean[])
+    ) AS v(id, version, old_next, next_run_at, due_at, last_error, last_slot, runs_added, finished)
+    WHERE s.id = v.id AND s.version = v.version
+        AND s.next_run_at IS NOT DISTINCT FROM v.old_next
+    RETURNING s.id
+    """
+)
+
+#: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
+_PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
+
+
+def skips_locked(engine: Engine) -> bool:
+    """Whether claims lock rows ``FOR UPDATE SKIP LOCKED``: beats then split a herd instead of
+    queueing on each other's rows. SQLite has no row locks; BEGIN IMMEDIATE serialises its
+    writers instead."""
+    return engine.dialect.name in ("postgresql", "mysql", "mariadb")
+
+
+class Peek(NamedTuple):
+    """What :func:`peek` saw: when the earliest schedule is due, whether some need a
+    recompute, and the database clock (``None`` when there is none: see :mod:`.clock`)."""
+
+    earliest: datetime | None
+    needs_compute: bool
+    database_now: datetime | None = None
+
+
+def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> None:
+    """Mark the schedules whose stored values cannot be read (``problems``, from
+    :func:`read_rows`) with the error: with ``next_run_at`` NULL and an error a row is neither
+    due nor recomputed until someone corrects it, and every other schedule fires as usual."""
+    if not problems:
+        return
+    conn.execute(
+        sa.update(S)
+        .where(S.c.id == sa.bindparam("row_id"))
+        .values(next_run_at=None, due_at=None, last_error=sa.bindparam("error")),
+        [{"row_id": i, "error": e} for i, e in problems.items()],
+    )
+    for row in rows:
+        if row.id in problems:
+            logger.error("dbeat: schedule %r set aside: %s", row.name, problems[row.id])
+
+
+class DueBatch:
+    """Due schedules claimed in one open transaction (see the module docstring)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        schedules: list[ScheduleRow],
+        beat: str,
+        now: datetime,
+        lease_clock: Callable[[Connection, datetime], datetime],
+    ):
+        self._lease_clock = lease_clock
+        self._conn = connection
+        self.schedules = schedules
+        self._beat = beat
+        self._now = now
+        #: The transitions the last ``record`` applied (the others lost their compare-and-set
+        #: to another beat or an edit).
+        self.applied: list[Transition] = []
+
+    @property
+    def connection(self) -> Connection:
+        """The batch's open transaction, for reads that must see the locked rows' state."""
+        return self._conn
+
+    def lease_until(self, now: datetime, lease: timedelta) -> datetime:
+        """When a lease taken now ends, on the clock every beat compares leases with."""
+        return self._lease_clock(self._conn, now) + lease
+
+    def record(
+        self, transitions: Sequence[Transition], lease_until: datetime
+    ) -> list[PublishRequest]:
+        """Apply ``transitions``; return the PENDING fires now recorded, to be published."""
+        conn, now = self._conn, self._now
+        if conn.dialect.name == "postgresql" and len(transitions) > 1:
+            applied = self._compare_and_set_all(transitions)
+        else:
+            applied = [t for t in transitions if self._compare_and_set(t)]
+
+        # A slot can already be recorded when an edit moved next_run_at back onto it; such
+        # slots are left as they are (published, or being published, by whoever recorded them).
+        wanted = sorted({(t.schedule.id, f.slot) for t in applied for f in t.fires})
+        existing: set[tuple[int, datetime]] = set()
+        for chunk in chunked(wanted, IN_CHUNK // 2):
+            ids = sorted({sid for sid, _ in chunk})
+            slots = sorted({slot for _, slot in chunk})
+            rows = conn.execute(
+                sa.select(F.c.schedule_id, F.c.slot).where(
+                    F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
+                )
+            )
+            existing.update((r.schedule_id, r.slot) for r in rows)
+
+        inserts: list[dict[str, Any]] = []
+        published: list[PublishRequest] = []
+        for t in applied:
+            row = t.schedule
+            for f in t.fires:
+                if (row.id, f.slot) in existing:
+                    continue
+                pending = f.status is FireStatus.PENDING
+                inserts.append(
+                    {
+                        "schedule_id": row.id,
+                        "slot": f.slot,
+                        "manual": False,
+                        "status": f.status.value,
+                        "slot_count": f.slot_count,
+                        "first_slot": f.first_slot,
+                        "task_id": f.task_id,
+                        "beat": self._beat,
+                        "recorded_at": now,
+                        "lease_until": lease_until if pending else None,
+                        "attempts": 0,
+                    }
+                )
+                if pending:
+                    assert f.task_id is not None
+                    published.append(
+                        PublishRequest(
+                            f.task_id,
+                            row.id,
+                            row.name,
+                            f.slot,
+                            row.task,
+                            row.args,
+                            row.kwargs,
+                            row.options,
+                        )
+                    )
+        if inserts:
+            conn.execute(sa.insert(F), inserts)
+        self.applied = applied
+        return published
+
+    def _compare_and_set(self, t: Transition) -> bool:
+        """Apply one transition if its row still holds the ``next_run_at`` and ``version`` read."""
+        row = t.schedule
+        old: sa.ColumnElement[bool]
+        if row.next_run_at is None:
+            old = S.c.next_run_at.is_(None)
+        elif row.next_run_at_text is not None:
+            old = sa.type_coerce(S.c.next_run_at, sa.String) == row.next_run_at_text
+        else:
+            old = S.c.next_run_at == row.next_run_at
+        values: dict[str, Any] = {
+            "next_run_at": t.next_run_at,
+            "due_at": t.due_at,
+            "last_error": t.error,
+        }
+        if t.last_slot is not None:
+            values["last_slot"] = t.last_slot
+        if t.runs_added:
+            values["run_count"] = S.c.run_count + t.runs_added
+        if t.finished:
+            values.update(finished_at=self._now, enabled=False)
+        result = self._conn.execute(
+            sa.update(S).where(S.c.id == row.id, S.c.version == row.version, old).values(**values)
+        )
+        return result.rowcount == 1
+
+    def _compare_and_set_all(self, transitions: Sequence[Transition]) -> list[Transition]:
+        """:meth:`_compare_and_set` for a whole batch in one statement (PostgreSQL): the same
+        condition and values per row, one round trip, and a statement text that does not grow
+        with the batch (one array per column), so it is compiled once."""
+        columns: dict[str, list[Any]] = {name: [] for name in _CAS_COLUMNS}
+        for t in transitions:
+            for name, value in zip(
+                _CAS_COLUMNS,
+                (
+                    t.schedule.id,
+                    t.schedule.version,
+                    t.schedule.next_run_at,
+                    t.next_run_at,
+                    t.due_at,
+                    t.error,
+                    t.last_slot,
+                    t.runs_added,
+                    t.finished,
+                ),
+                strict=True,
+            ):
+                columns[name].append(value)
+        won = set(self._conn.execute(_CAS_BATCH_PG, {"now": self._now, **columns}).scalars())
+        return [t for t in transitions if t.schedule.id in won]
+
+
+def peek(engine: Engine, clock: DatabaseClock) -> Peek:
+    """When the earliest enabled schedule is due, whether some need a recompute, and (in
+    the same query) a reading of the database clock (:mod:`.clock`).
+
+    If the earliest instant stored cannot be read, the rows that hold it are set aside
+    first (see :func:`_set_aside`)."""
+    try:
+        return _peek(engine, clock)
+    except UNREADABLE:
+        with engine.begin() as conn:
+            for column in (S.c.next_run_at, S.c.due_at):
+                query = (
+                    sa.select(S.c.id, S.c.name, column)
+                    .where(S.c.enabled == sa.true(), column.is_not(None))
+                    .order_by(column)
+                    .limit(_PEEK_HEADS)
+                )
+                _set_aside(conn, *read_rows(conn, query))
+        return _peek(engine, clock)
+
+
+def _peek(engine: Engine, clock: DatabaseClock) -> Peek:
+    plain = sa.select(sa.func.min(S.c.next_run_at)).where(
+        S.c.enabled == sa.true(), S.c.due_at.is_(None)
+    )
+    jittered = sa.select(sa.func.min(S.c.due_at)).where(S.c.enabled == sa.true())
+    needs = sa.exists().where(
+        S.c.enabled == sa.true(),
+        S.c.due_at.is_(None),
+        S.c.next_run_at.is_(None),
+        S.c.last_error.is_(None),
+    )
+    columns: list[Any] = [plain.scalar_subquery(), jittered.scalar_subquery(), needs]
+    if clock.column is not None:
+        columns.append(clock.column)
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(*columns)).one()
+    earliest = min((t for t in row[:2] if t is not None), default=None)
+    database_now = clock.read(row[3]) if clock.available else None
+    return Peek(earliest, bool(row[2]), database_now)
+
+
+@contextmanager
+def claim_due(
+    engine: Engine, clock: DatabaseClock, now: datetime, limit: int, beat: str
+) -> Iterator[DueBatch]:
+    """Lock up to ``limit`` due schedules (and ones asking for a recompute) in a transaction.
+
+    The transaction commits when the block exits normally and rolls back on an exception.
+    """
+    columns: list[sa.ColumnElement[Any]] = list(_PLAN_COLUMNS)
+    if engine.dialect.name == "sqlite":
+        columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))
+    with engine.begin() as conn:
+        enabled = S.c.enabled == sa.true()
+        queries = [
+            # Due without jitter, by next_run_at; due with jitter, by due_at; asking for a
+            # recompute. Each is a range of the one index.
+            sa.select(*columns)
+            .where(enabled, S.c.due_at.is_(None), S.c.next_run_at <= now)
+            .order_by(S.c.next_run_at),
+            sa.select(*columns).where(enabled, S.c.due_at <= now).order_by(S.c.due_at),
+            sa.select(*columns).where(
+                enabled,
+                S.c.due_at.is_(None),
+                S.c.next_run_at.is_(None),
+                S.c.last_error.is_(None),
+            ),
+        ]
+        rows: list[ScheduleRow] = []
+        for query in queries:
+            if len(rows) >= limit:
+                break
+            query = query.limit(limit - len(rows))
+            if skips_locked(engine):
+                query = query.with_for_update(skip_locked=True)
+            found, problems = read_rows(conn, query)
+            _set_aside(conn, found, problems)
+            rows += [ScheduleRow.from_row(r) for r in found if r.id not in problems]
+        yield DueBatch(conn, rows, beat, now, clock.now)

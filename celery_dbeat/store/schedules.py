@@ -1,0 +1,352 @@
+"""Schedules: the management API's writes of definitions, and its reads.
+
+Every write validates through :class:`~celery_dbeat.definitions.Definition` and moves
+``next_run_at`` by one rule: a timing change recomputes it from the edit time (never before a
+slot already recorded), a payload change keeps it. Every write bumps the row's ``version``, so a
+beat that read the row before the edit cannot record a fire from the old definition. The config
+sync (:mod:`.sync`) writes by the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from ..core.states import OTHERWISE, RULE, STATES
+from ..definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
+from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
+from ..planning import due_times
+from .models import F, S
+from .reading import chunked, read_rows
+
+__all__ = [
+    "API_ORIGIN",
+    "CONFIG_ORIGIN",
+    "REMOVED_ORIGIN",
+    "changed",
+    "count_due",
+    "create_schedule",
+    "create_schedules",
+    "delete_schedule",
+    "due_schedules",
+    "failing_schedules",
+    "list_schedules",
+    "load_schedule",
+    "lock_schedules",
+    "new_row",
+    "retimed",
+    "set_enabled",
+    "state_counts",
+    "state_expression",
+    "upcoming_schedules",
+    "update_schedule",
+    "update_schedules",
+]
+
+API_ORIGIN = "api"
+
+CONFIG_ORIGIN = "config"
+
+#: Origin of rows whose entry left ``beat_schedule``: disabled, kept with their history.
+REMOVED_ORIGIN = "config:removed"
+
+
+def _upcoming(definition: Definition, anchor: datetime, after: datetime) -> dict[str, Any]:
+    """``next_run_at`` (first slot after ``after``) and its ``due_at``."""
+    jitter = None if definition.jitter is None else timedelta(seconds=definition.jitter)
+    slots = definition.timing(anchor).slots_after(after)
+    try:
+        first = next(due_times(definition.name, slots, jitter), None)
+    except (ArithmeticError, ValueError) as exc:
+        # Validation bounds every instant; a spec whose next slot still leaves the calendar
+        # (year 9999) is refused here rather than stored unusable.
+        raise ValidationError(
+            "schedule", definition.spec, f"cannot compute its next slot: {exc}"
+        ) from None
+    if first is None:
+        return {"next_run_at": None, "due_at": None}
+    return {"next_run_at": first[0], "due_at": first[1] if jitter else None}
+
+
+def new_row(definition: Definition, origin: str, now: datetime) -> dict[str, Any]:
+    anchor = definition.start_at or now
+    upcoming = _upcoming(definition, anchor, now)
+    return dict(
+        definition.columns(),
+        **upcoming,
+        name=definition.name,
+        origin=origin,
+        config_enabled=definition.enabled if origin == CONFIG_ORIGIN else None,
+        enabled=definition.enabled and upcoming["next_run_at"] is not None,
+        anchor_at=anchor,
+        finished_at=None if upcoming["next_run_at"] is not None else now,
+        run_count=0,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def retimed(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any]:
+    """Columns that restart a schedule's timing at ``now``, never before a recorded slot.
+
+    A new spec anchors an interval at ``now``; otherwise (bounds, jitter, a resume) it stays on
+    its grid, ``anchor + n * every``.
+    """
+    columns = definition.columns()
+    spec_changed = any(columns[c] != getattr(row, c) for c in SPEC_COLUMNS)
+    kept = row.anchor_at or row.created_at
+    anchor = definition.start_at or (now if spec_changed or kept is None else kept)
+    after = now if row.last_slot is None else max(now, row.last_slot)
+    upcoming = _upcoming(definition, anchor, after)
+    return dict(
+        upcoming,
+        anchor_at=anchor,
+        last_error=None,
+        finished_at=None if upcoming["next_run_at"] is not None else now,
+    )
+
+
+def changed(definition: Definition, row: Row[Any]) -> tuple[bool, bool]:
+    columns = definition.columns()
+    timing = any(columns[c] != getattr(row, c) for c in TIMING_COLUMNS)
+    payload = any(columns[c] != getattr(row, c) for c in PAYLOAD_COLUMNS)
+    return timing, payload
+
+
+def load_schedule(conn: Connection, name: str) -> Row[Any]:
+    rows, _ = read_rows(conn, sa.select(S).where(S.c.name == name))
+    if not rows:
+        raise ScheduleNotFound(name)
+    return rows[0]
+
+
+def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
+    if conn.execute(sa.select(S.c.id).where(S.c.name == definition.name)).first() is not None:
+        raise ScheduleExists(definition.name)
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(S), [new_row(definition, API_ORIGIN, now)])
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(definition.name) from None
+
+
+def create_schedules(conn: Connection, definitions: Sequence[Definition], now: datetime) -> None:
+    """Insert new schedules in one statement (a bulk load); every name must be free."""
+    names = [d.name for d in definitions]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ValidationError("name", name, "is given twice in one batch")
+        seen.add(name)
+    for chunk in chunked(names):
+        taken = conn.execute(sa.select(S.c.name).where(S.c.name.in_(chunk)).limit(1)).first()
+        if taken is not None:
+            raise ScheduleExists(taken.name)
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(S), [new_row(d, API_ORIGIN, now) for d in definitions])
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(names[0]) from None  # a concurrent writer took one of the names
+
+
+def _write(conn: Connection, row: Row[Any], values: dict[str, Any], now: datetime) -> None:
+    result = conn.execute(
+        sa.update(S)
+        .where(S.c.id == row.id, S.c.version == row.version)
+        .values(updated_at=now, version=row.version + 1, **values)
+    )
+    if result.rowcount != 1:
+        raise ValidationError(
+            "name", row.name, "was changed by someone else at the same time; try again"
+        )
+
+
+def update_schedule(
+    conn: Connection,
+    name: str,
+    definition: Definition,
+    now: datetime,
+    *,
+    row: Row[Any] | None = None,
+) -> bool:
+    """Store ``definition`` over the row ``name`` (``row``: that row, if the caller just read
+    it in this transaction). Returns whether anything changed."""
+    row = load_schedule(conn, name) if row is None else row
+    values = _updated_columns(definition, row, now)
+    if values is None:
+        return False
+    if definition.name == row.name:
+        _write(conn, row, values, now)
+        return True
+    try:  # the new name may be taken: keep the transaction usable for the error
+        with conn.begin_nested():
+            _write(conn, row, values, now)
+    except sa.exc.IntegrityError:
+        raise ScheduleExists(definition.name) from None
+    return True
+
+
+def _updated_columns(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any] | None:
+    """The columns that store ``definition`` over ``row``; ``None`` if nothing changed."""
+    timing_changed, payload_changed = changed(definition, row)
+    if not (timing_changed or payload_changed or definition.name != row.name):
+        return None
+    values = dict(definition.columns(), name=definition.name)
+    if timing_changed:
+        values.update(retimed(definition, row, now))
+        if values["next_run_at"] is None:
+            values["enabled"] = False
+        elif row.finished_at is not None:
+            values["enabled"] = True  # a finished schedule given new timing lives again
+    return values
+
+
+def lock_schedules(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
+    """The rows ``names``, locked against other writers until the transaction ends (in id
+    order, so that two batches never wait on each other in a cycle)."""
+    wanted = sorted(set(names))
+    rows: list[Row[Any]] = []
+    for chunk in chunked(wanted):
+        query = sa.select(S).where(S.c.name.in_(chunk)).order_by(S.c.id)
+        if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
+            query = query.with_for_update()
+        rows += read_rows(conn, query)[0]
+    rows.sort(key=lambda row: row.id)
+    if len(rows) < len(wanted):
+        found = {r.name for r in rows}
+        raise ScheduleNotFound(next(n for n in wanted if n not in found))
+    return rows
+
+
+def update_schedules(
+    conn: Connection, updates: Sequence[tuple[Row[Any], Definition]], now: datetime
+) -> int:
+    """Store each definition over its row (rows from :func:`lock_schedules`, no renames), with
+    one ``executemany`` per set of changed columns. Returns how many rows changed."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row, definition in updates:
+        assert definition.name == row.name, "no renames in a batch (Schedules.update_many)"
+        values = _updated_columns(definition, row, now)
+        if values is not None:
+            groups.setdefault(tuple(sorted(values)), []).append({"_row_id": row.id, **values})
+    statement = (
+        sa.update(S)
+        .where(S.c.id == sa.bindparam("_row_id"))
+        .values(updated_at=now, version=S.c.version + 1)
+    )
+    for params in groups.values():
+        conn.execute(statement, params)
+    return sum(len(params) for params in groups.values())
+
+
+def set_enabled(
+    conn: Connection, name: str, enabled: bool, now: datetime, *, catch_up: bool = False
+) -> bool:
+    """Pause or resume. Returns whether the row changed.
+
+    Resuming recomputes ``next_run_at`` from now, so the slots that fell inside the pause are not
+    fired, unless ``catch_up`` keeps it: then they go through the misfire policy on the next tick.
+    """
+    row = load_schedule(conn, name)
+    if not enabled:
+        if not row.enabled:
+            return False
+        _write(conn, row, {"enabled": False}, now)
+        return True
+    if row.enabled:
+        return False
+    if row.finished_at is not None:
+        raise ValidationError(
+            "name", name, "has finished (no slot left); update its timing or bounds to revive it"
+        )
+    values: dict[str, Any] = {"enabled": True}
+    if not catch_up or row.next_run_at is None:
+        # From the resume on: the slots of the pause are not fired, the first after it is.
+        try:
+            values.update(retimed(Definition.from_columns(row._mapping), row, now))
+        except ValidationError:
+            values.update(next_run_at=None, due_at=None)  # beat marks the row with its error
+        if values["next_run_at"] is None and values.get("finished_at") is not None:
+            values["enabled"] = False
+    _write(conn, row, values, now)
+    return True
+
+
+def delete_schedule(conn: Connection, name: str) -> None:
+    """Delete the schedule and its fire history."""
+    row = load_schedule(conn, name)
+    conn.execute(sa.delete(F).where(F.c.schedule_id == row.id))
+    conn.execute(sa.delete(S).where(S.c.id == row.id))
+
+
+def list_schedules(
+    conn: Connection,
+    *,
+    enabled: bool | None = None,
+    search: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Row[Any]]:
+    query = sa.select(S).order_by(S.c.name)
+    if enabled is not None:
+        query = query.where(S.c.enabled == sa.true() if enabled else S.c.enabled == sa.false())
+    if search:
+        pattern = f"%{search}%"
+        query = query.where(sa.or_(S.c.name.like(pattern), S.c.task.like(pattern)))
+    if limit is not None:
+        query = query.limit(limit)
+    return read_rows(conn, query.offset(offset))[0]
+
+
+def _due_condition(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        S.c.enabled == sa.true(),
+        sa.or_(sa.and_(S.c.due_at.is_(None), S.c.next_run_at <= now), S.c.due_at <= now),
+    )
+
+
+def due_schedules(conn: Connection, now: datetime, limit: int | None) -> list[Row[Any]]:
+    """Enabled schedules whose fire is due at ``now`` (the backlog), oldest first."""
+    query = sa.select(S).where(_due_condition(now)).order_by(S.c.next_run_at, S.c.name)
+    return read_rows(conn, query if limit is None else query.limit(limit))[0]
+
+
+def count_due(conn: Connection, now: datetime) -> int:
+    return int(conn.execute(sa.select(sa.func.count()).where(_due_condition(now))).scalar_one())
+
+
+def upcoming_schedules(conn: Connection, now: datetime, count: int) -> list[Row[Any]]:
+    query = (
+        sa.select(S)
+        .where(S.c.enabled == sa.true(), S.c.next_run_at > now)
+        .order_by(S.c.next_run_at, S.c.name)
+        .limit(count)
+    )
+    return read_rows(conn, query)[0]
+
+
+def failing_schedules(conn: Connection) -> list[Row[Any]]:
+    return read_rows(conn, sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name))[0]
+
+
+def state_expression(table: sa.Table = S) -> sa.ColumnElement[str]:
+    """A schedule's state in SQL, from :data:`celery_dbeat.core.states.RULE`."""
+    whens = [
+        (table.c[column] == sa.true() if test == "true" else table.c[column].is_not(None), state)
+        for state, column, test in RULE
+    ]
+    return sa.case(*whens, else_=OTHERWISE)
+
+
+def state_counts(conn: Connection) -> dict[str, int]:
+    """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
+    state = state_expression().label("state")
+    rows = conn.execute(sa.select(state, sa.func.count()).group_by(state))
+    counts = dict.fromkeys(STATES, 0)
+    counts.update({name: int(n) for name, n in rows})
+    return counts
