@@ -14,6 +14,8 @@ fi
 echo "== ruff" && .venv/bin/ruff check . && .venv/bin/ruff format --check .
 echo "== mypy" && .venv/bin/mypy
 echo "== import contracts" && .venv/bin/lint-imports
-# Two workers: the tests that start real celery processes (marked e2e) run one after another on
-# one of them, everything else on the other (tests/conftest.py); -n 0 runs it all in-process.
-echo "== pytest" && exec .venv/bin/python -m pytest -n 2 --dist loadgroup "$@"
+# Three workers: the tests that start real celery processes (marked e2e) run in two groups, the
+# chaos scenarios and the rest, each one test after another on one worker, and the in-process
+# tests fill the workers around them (tests/conftest.py). The celery processes mostly wait on
+# time, so a third worker keeps both cores busy. -n 0 runs it all in one process.
+echo "== pytest" && exec .venv/bin/python -m pytest -n 3 --dist loadgroup "$@"
