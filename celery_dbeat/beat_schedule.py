@@ -4,6 +4,9 @@ Accepted as an entry's ``schedule``: ``celery_dbeat.Cron/Every/Once``, ``celery.
 (evaluated in the app's ``timezone``, as Celery's beat does), ``celery.schedules.solar``,
 ``celery.schedules.schedule``, a
 ``timedelta`` or a number of seconds. Anything else is refused with an error naming the entry.
+
+As Celery's beat does, the entries include ``celery.backend_cleanup`` (daily at 04:00) when the
+app's results must be deleted by a task (:func:`default_entries`).
 """
 
 from __future__ import annotations
@@ -13,13 +16,22 @@ from datetime import timedelta
 from typing import Any
 
 from celery import Celery
+from celery.app.backends import by_url
+from celery.backends.base import DisabledBackend
+from celery.exceptions import ImproperlyConfigured
 from celery.schedules import crontab, schedule, solar
+from celery.utils.log import get_logger
 
 from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ConfigurationError, ValidationError
 from .specs import Cron, Every, Once, Solar, Spec
 
-__all__ = ["definitions_from_app", "spec_from_celery"]
+__all__ = ["CLEANUP_TASK", "default_entries", "definitions_from_app", "spec_from_celery"]
+
+logger = get_logger(__name__)
+
+#: Celery's task that deletes expired results (``app.backend.cleanup()``).
+CLEANUP_TASK = "celery.backend_cleanup"
 
 #: Keys an entry may have: Celery's own, plus celery-dbeat's per-schedule settings.
 ENTRY_KEYS = frozenset({*CREATE_ARGUMENTS, "relative"})
@@ -95,10 +107,40 @@ def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
     return Definition.create(name=name, **fields)
 
 
+def default_entries(app: Celery) -> dict[str, dict[str, Any]]:
+    """The entries Celery's beat adds to ``beat_schedule`` by itself
+    (``Scheduler.install_default_entries``): ``celery.backend_cleanup`` daily at 04:00 in the
+    app's zone, when ``result_expires`` is set and the result backend does not expire results
+    itself (a database, MongoDB, the file system), unless the app has an entry of that name.
+    Unlike Celery's beat, not without a result backend: there is nothing to clean.
+
+    Decided on the backend's class: beat itself never connects to the result backend."""
+    if CLEANUP_TASK in (app.conf.beat_schedule or {}) or not app.conf.result_expires:
+        return {}
+    try:
+        found: Any = by_url(app.conf.result_backend, app.loader)  # (class, url), typed otherwise
+        backend = found[0]
+    except (ImportError, ImproperlyConfigured) as exc:
+        logger.warning(
+            "dbeat: %s not scheduled: the result backend cannot be loaded: %s", CLEANUP_TASK, exc
+        )
+        return {}
+    if backend.supports_autoexpire or issubclass(backend, DisabledBackend):
+        return {}
+    return {
+        CLEANUP_TASK: {
+            "task": CLEANUP_TASK,
+            "schedule": crontab("0", "4", "*"),
+            "options": {"expires": 12 * 3600},
+        }
+    }
+
+
 def definitions_from_app(app: Celery) -> list[Definition]:
-    """Every ``beat_schedule`` entry as a definition. Raises on the first bad entry, naming it."""
+    """Every ``beat_schedule`` entry as a definition, with Celery's :func:`default_entries`.
+    Raises on the first bad entry, naming it."""
     definitions = []
-    for name, entry in (app.conf.beat_schedule or {}).items():
+    for name, entry in {**(app.conf.beat_schedule or {}), **default_entries(app)}.items():
         try:
             if not isinstance(entry, Mapping):
                 raise ValueError("must be a dict with 'task' and 'schedule'")

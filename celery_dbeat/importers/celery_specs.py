@@ -18,6 +18,7 @@ from typing import Any
 from celery.schedules import crontab
 from croniter import croniter
 
+from ..beat_schedule import CLEANUP_TASK
 from ..errors import ValidationError
 from ..specs import Cron
 from ..timing import CronSpec
@@ -40,8 +41,6 @@ CRONTAB_FIELDS = (
     ("month_of_year", 1, 12),
     ("day_of_week", 0, 6),
 )
-#: The task (and entry name) Celery's beat adds when ``result_expires`` is set.
-CLEANUP_TASK = "celery.backend_cleanup"
 _CLEANUP_CRONTAB = {
     "minute": "0",
     "hour": "4",

@@ -152,9 +152,8 @@ def _read_entry(
         return Imported.skip(
             name,
             "django-celery-beat's own daily result cleanup (it adds it whenever result_expires "
-            "is set); celery-dbeat's beat does not run it: if your result backend does not "
-            "expire results itself (a database backend), add it to beat_schedule "
-            "(docs/migrating.md)",
+            "is set); celery-dbeat's beat adds its own, as Celery's beat does, when the result "
+            "backend does not expire results itself (docs/migrating.md)",
         )
     # django-celery-beat names every message after its task.
     options["headers"] = dict(headers, periodic_task_name=name)

@@ -366,8 +366,8 @@ def _read_entry(
             return Imported.skip(
                 name,
                 "Celery's own daily result cleanup, which beat adds when the result backend "
-                "does not expire results itself; celery-dbeat's beat does not run it: add it to "
-                "beat_schedule (docs/migrating.md)",
+                "does not expire results itself; celery-dbeat's beat adds it the same way "
+                "(docs/migrating.md)",
             )
         try:
             fields["schedule"] = crontab_spec(schedule.fields, zone)
