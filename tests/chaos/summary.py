@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -49,7 +50,9 @@ def summary_row(o: Outcome) -> list[str]:
 
 def gather(report: pytest.TestReport) -> None:
     if report.when == "call":
-        _ROWS.extend(value for name, value in report.user_properties if name == "chaos")
+        _ROWS.extend(
+            cast(list[str], value) for name, value in report.user_properties if name == "chaos"
+        )
 
 
 def print_table(terminalreporter: pytest.TerminalReporter) -> None:

@@ -34,7 +34,7 @@ import os
 import socket
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, SupportsIndex
 from urllib.parse import urlsplit
 
 import redis
@@ -102,8 +102,8 @@ if "faketime" in os.environ.get("LD_PRELOAD", ""):
     # time.sleep uses, with EINVAL; select's timeout is unaffected.
     import select
 
-    def _sleep(seconds: float) -> None:
-        select.select([], [], [], max(0.0, seconds))
+    def _sleep(seconds: float | SupportsIndex) -> None:
+        select.select([], [], [], max(0.0, float(seconds)))
 
     time.sleep = _sleep
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta, timezone
+from typing import cast
 
 import pytest
 import sqlalchemy as sa
@@ -36,7 +37,7 @@ def _seed(url: str, task_ids: list[str]) -> None:
             )
             schedule_id = conn.execute(sa.text("SELECT id FROM dbeat_schedules")).scalar_one()
             conn.execute(
-                sa.insert(F),
+                sa.insert(cast(sa.Table, F)),
                 [
                     {
                         "schedule_id": schedule_id,

@@ -215,6 +215,7 @@ def _spacing(row: sa.Row[Any], seen: ScheduleRow) -> timedelta:
     """The gap between the first two slots (a day if there is only one)."""
     from celery_dbeat.planning import timing_of
 
+    assert seen.next_run_at is not None
     slots = list(islice(timing_of(seen).slots_after(seen.next_run_at), 1))
     return slots[0] - seen.next_run_at if slots else timedelta(days=1)
 

@@ -14,7 +14,7 @@ import math
 import string
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 from zoneinfo import available_timezones
 
 from hypothesis import strategies as st
@@ -297,7 +297,7 @@ def instants() -> st.SearchStrategy[datetime]:
 def instant_strings(draw: st.DrawFn) -> str:
     """What a user types for ``--at``/``--start-at``: ISO-8601 with or without offset, junk."""
     instant = draw(aware_instants())
-    return draw(
+    typed: str = draw(
         st.one_of(
             st.just(instant.isoformat()),
             st.just(instant.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"),
@@ -308,6 +308,7 @@ def instant_strings(draw: st.DrawFn) -> str:
             st.text(max_size=12),
         )
     )
+    return typed
 
 
 # JSON ----------------------------------------------------------------------------------------
@@ -441,7 +442,7 @@ WHOLE = st.one_of(
 NAMES = st.one_of(
     st.from_regex(r"[a-z][a-z0-9_.:-]{0,20}", fullmatch=True),
     st.sampled_from(["", " ", "x" * 200, "x" * 201, "ñame", "名前", "a b"]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00")),
     st.sampled_from([None, 5, b"name"]),
 )
 TASKS = st.one_of(
@@ -470,8 +471,11 @@ def specs(draw: st.DrawFn) -> Any:
     if kind == "solar":
         return Solar(
             draw(st.sampled_from(["sunset", "sunrise", "solar_noon", "dawn_civil", "noon", ""])),
-            draw(st.one_of(st.floats(-100, 100), st.sampled_from([float("nan"), "48.8"]))),
-            draw(st.one_of(st.floats(-190, 190), st.sampled_from([float("inf"), None]))),
+            # wrong types on purpose: the spec must refuse them
+            cast(
+                Any, draw(st.one_of(st.floats(-100, 100), st.sampled_from([float("nan"), "48.8"])))
+            ),
+            cast(Any, draw(st.one_of(st.floats(-190, 190), st.sampled_from([float("inf"), None])))),
         )
     return draw(
         st.sampled_from(

@@ -30,7 +30,7 @@ from tests.integration.cli.conftest import Cli, make_app
 FIELD_ERROR = re.compile(r"^Error: ([a-z_]+(?:\.[a-z_]+)?)=")
 #: Text a user can type: no NUL (argv cannot hold one).
 TYPED = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
+    alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=12
 )
 
 

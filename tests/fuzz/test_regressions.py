@@ -160,10 +160,9 @@ def _add_refuses_or_stores_exactly(store: Store, field: str, arguments: dict[str
     api = Schedules(store, clock=FixedClock(NOW))
     try:
         info = api.add(**arguments)
+        refused: ValidationError | None = None
     except ValidationError as exc:
         refused = checks.assert_standard_error(exc)
-    else:
-        refused = None
     if refused is not None:
         assert refused.field == field, str(refused)
         assert checks.snapshot(store.engine) == before

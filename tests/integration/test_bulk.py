@@ -157,7 +157,7 @@ def test_update_many_from_two_writers_on_the_same_rows_loses_neither_edit(
     fields (without the lock the ``args`` of one writer are lost on PostgreSQL and MariaDB)."""
     names = _load(api, 200)
     writers = [Schedules(open_store(), clock=api.clock) for _ in range(2)]
-    edits = [
+    edits: list[dict[str, dict[str, Any]]] = [
         {name: {"args": ["forward"]} for name in names},
         {name: {"kwargs": {"by": "backward"}} for name in reversed(names)},
     ]

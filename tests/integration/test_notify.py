@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
@@ -57,7 +57,7 @@ def test_every_api_write_notifies_the_beats(
         f"sqlite:///{tmp_path}/s.sqlite3", notify=redis_url, redis_key_prefix=redis_prefix
     ) as api:
         migrate(api.store.engine)
-        writes = [
+        writes: list[Callable[[], object]] = [
             lambda: api.add("n", "t.n", Every(60)),
             lambda: api.update("n", args=[1]),
             lambda: api.pause("n"),

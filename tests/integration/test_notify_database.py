@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -51,7 +51,7 @@ def test_every_api_write_notifies_the_beats_without_redis(
     postgres_listener: DatabaseListener, postgres_store: Store
 ) -> None:
     with Schedules(postgres_store) as api:
-        writes = [
+        writes: list[Callable[[], object]] = [
             lambda: api.add("n", "t.n", Every(60)),
             lambda: api.update("n", args=[1]),
             lambda: api.pause("n"),

@@ -30,8 +30,10 @@ def test_beat_asks_rabbitmq_to_confirm_every_publish(tmp_path: Path) -> None:
         producer.publish({"n": 1}, routing_key=queue.name, declare=[queue])
 
         assert beat.connection.transport_options["confirm_publish"] is True
-        assert producer.channel._confirm_selected is True  # the publish waited for basic.ack
-        assert queue.bind(producer.channel).queue_declare(passive=True).message_count == 1
+        channel: Any = producer.channel
+        assert channel._confirm_selected is True  # the publish waited for basic.ack
+        declared: Any = queue.bind(channel).queue_declare(passive=True)
+        assert declared.message_count == 1
     finally:
         queue.bind(beat.connection.default_channel).delete()
         beat.connection.release()

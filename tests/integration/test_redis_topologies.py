@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 import pytest
@@ -217,8 +217,9 @@ def tls_server(servers: Servers) -> tuple[int, Path]:
         *_PLAIN,
     )
     try:
+        files: Any = _tls_files(certs)
         port = servers.start(
-            "tls", lambda port: ("--tls-port", str(port), *server), ssl=True, **_tls_files(certs)
+            "tls", lambda port: ("--tls-port", str(port), *server), ssl=True, **files
         )
     except ServerFailed as exc:  # Debian's redis-server is built with TLS; others may not be
         unavailable("redis-server built with TLS", "--tls-port", exc)
@@ -251,7 +252,7 @@ class SentinelGroup:
 
 @pytest.fixture(scope="module")
 def sentinel_group(servers: Servers) -> SentinelGroup:
-    common = ("--requirepass", "masterpw", "--masterauth", "masterpw", *_PLAIN)
+    common: tuple[str, ...] = ("--requirepass", "masterpw", "--masterauth", "masterpw", *_PLAIN)
     common += ("--repl-diskless-sync-delay", "0")
     master = servers.start(
         "master", lambda port: ("--port", str(port), *common), password="masterpw"
@@ -302,9 +303,11 @@ def cluster_ports(servers: Servers) -> list[int]:
     create = ("--cluster", "create", *nodes, "--cluster-replicas", "0", "--cluster-yes")
     subprocess.run([_binary("redis-cli"), *create], check=True, capture_output=True, timeout=30)
     for port in ports:
-        _until(
-            "the cluster to agree", lambda p=port: "cluster_state:ok" in _ask(p, "CLUSTER", "INFO")
-        )
+
+        def agreed(p: int = port) -> bool:
+            return "cluster_state:ok" in _ask(p, "CLUSTER", "INFO")
+
+        _until("the cluster to agree", agreed)
     return ports
 
 
@@ -461,7 +464,7 @@ def test_the_check_command_and_the_management_api_use_the_redis_options(
     (redis_finding,) = [f for f in findings if f["topic"] == "redis"]
     assert redis_finding["level"] == ("ok" if topology.config_readable else "warning")
     with Schedules.from_app(app) as api:  # its notifier is built from the same options
-        assert api.notifier is not None
+        assert isinstance(api.notifier, ChangeNotifier)
         assert api.notifier.client is not None
 
 
@@ -530,7 +533,8 @@ def test_cluster_claims_spread_over_every_master_and_work_on_a_given_client(
     own = RedisLock(f"redis+cluster://127.0.0.1:{cluster_ports[2]}", prefix=prefix, owner="a")
     given = RedisLock(client, prefix=prefix, owner="b")
     try:
-        nodes = {client.get_node_from_key(fire_lock_key(prefix, key)).name for key in KEYS}
+        cluster: Any = client
+        nodes = {cluster.get_node_from_key(fire_lock_key(prefix, key)).name for key in KEYS}
         assert len(nodes) == 3, "the fires' keys should live on every master"
         assert own.claim(KEYS[::2], TTL) == set(KEYS[::2])
         assert given.claim(KEYS, TTL) == set(KEYS[1::2])
@@ -592,7 +596,7 @@ def test_options_win_over_the_url_which_wins_over_the_callers_defaults() -> None
         "sentinel://:pw@s1:26379;sentinel://:pw@s2/2", {"master_name": "m"}, socket_timeout=2
     )
     assert describe_client(sentinel) == "sentinel://s1:26379;sentinel://s2:26379 (master 'm')"
-    assert sentinel.connection_pool.connection_kwargs["db"] == 2
+    assert cast(Any, sentinel).connection_pool.connection_kwargs["db"] == 2
 
 
 @pytest.mark.parametrize(

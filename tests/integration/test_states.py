@@ -34,7 +34,9 @@ def test_sql_and_python_name_the_same_state_for_every_combination(database_url: 
                     )
                 )
         with api.store.engine.connect() as conn:
-            in_sql = dict(conn.execute(sa.select(S.c.name, state_expression())).all())
+            in_sql: dict[str, str] = dict(
+                conn.execute(sa.select(S.c.name, state_expression())).all()
+            )
         in_python = {info.name: info.state for info in api.list()}
         counts = api.counts()
 

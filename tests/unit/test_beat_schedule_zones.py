@@ -15,7 +15,7 @@ from celery_dbeat.beat_schedule import spec_from_celery
 
 def _app(zone: str) -> Celery:
     app = Celery("zones", set_as_current=False)
-    app.conf.timezone = zone
+    app.conf.update(timezone=zone)
     return app
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 from itertools import chain, takewhile
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def _walk(
     return _summary(resolve(due_times("s", slots, jitter), now, rules, when=planning._due))
 
 
-def _cases(seed: int, n: int) -> list[object]:
+def _cases(seed: int, n: int) -> list[Any]:
     rng = random.Random(seed)
     cases = []
     for i in range(n):

@@ -20,7 +20,8 @@ from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
 from celery_dbeat.misfire import MisfireRules
 from celery_dbeat.planning import plan
 from celery_dbeat.timing.jitter import fire_at
-from tests.unit.test_planning import at, row
+from tests.unit.conftest import at
+from tests.unit.test_planning import row
 
 UTC = timezone.utc
 PENDING, SKIPPED = FireStatus.PENDING, FireStatus.SKIPPED

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from itertools import count
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def every(step: timedelta, start: datetime) -> Iterator[datetime]:
         yield start + n * step
 
 
-def group(resolved: SlotGroup | None) -> tuple[str, str, int] | None:
+def group(resolved: SlotGroup[Any] | None) -> tuple[str, str, int] | None:
     if resolved is None:
         return None
     return (resolved.first.strftime("%H:%M"), resolved.last.strftime("%H:%M"), resolved.count)

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
 from celery_dbeat.planning import plan
-from tests.unit.test_planning import UTC, at, row
+from tests.unit.conftest import at
+from tests.unit.test_planning import UTC, row
 
 PENDING, SKIPPED, DROPPED = FireStatus.PENDING, FireStatus.SKIPPED, FireStatus.DROPPED
 DEFAULTS = MisfireRules()

@@ -8,7 +8,8 @@ from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
 from celery_dbeat.misfire import MisfirePolicy, MisfireRules
 from celery_dbeat.overlap import OverlapPolicy, RunState, split_for_overlap
 from celery_dbeat.planning import plan
-from tests.unit.test_planning import at, row
+from tests.unit.conftest import at
+from tests.unit.test_planning import row
 
 IDLE = RunState()
 RUNNING = RunState(running=True)

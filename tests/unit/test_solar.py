@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from itertools import islice, pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
@@ -29,16 +29,16 @@ UTC = timezone.utc
 
 def celery_app() -> Celery:
     app = Celery("solar-tests", set_as_current=False)
-    app.conf.timezone = "UTC"
-    app.conf.enable_utc = True
+    app.conf.update(timezone="UTC", enable_utc=True)
     return app
 
 
 def celery_next(event: str, lat: float, lon: float, last_run_at: datetime) -> datetime:
     """The next event after ``last_run_at`` as Celery's ``solar`` computes it."""
     now = utc("2000-01-01T00:00Z")
-    schedule: Any = solar(event, lat, lon, nowfun=lambda: now, app=celery_app())
-    return now + schedule.remaining_estimate(last_run_at)
+    schedule: Any = solar(cast(Any, event), lat, lon, nowfun=lambda: now, app=celery_app())
+    remaining: timedelta = schedule.remaining_estimate(last_run_at)
+    return now + remaining
 
 
 CASES = [

@@ -69,7 +69,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     scenario: dict[str, Any] = json.load(sys.stdin)
     app = Celery("proj", set_as_current=True)
-    app.conf.timezone = "UTC"
+    app.conf.update(timezone="UTC")
     app.conf.beat_schedule = {
         name: {"task": entry["task"], "schedule": timedelta(seconds=entry["every"])}
         for name, entry in scenario.get("beat_schedule", {}).items()

@@ -26,7 +26,7 @@ from tests.services import private_database
 
 UTC = timezone.utc
 SITE = Path(__file__).with_name("import_django_celery_beat_site.py")
-CONFIG = {"from-config": {"task": "proj.tasks.config", "every": 60}}
+CONFIG: dict[str, dict[str, Any]] = {"from-config": {"task": "proj.tasks.config", "every": 60}}
 FROM = ("import", "--from", "django-celery-beat")
 
 

@@ -56,7 +56,8 @@ SKIPPED = {
 
 @dataclass
 class Source:
-    app: Celery
+    #: RedBeat sets its own attributes on it (``redbeat_conf``).
+    app: Any
     now: datetime
     quarter_start: datetime
 
@@ -271,7 +272,7 @@ def test_redbeat_falls_back_to_broker_url_and_the_prefix_can_be_given(
 ) -> None:
     prefix = redbeat_source.app.conf.redbeat_key_prefix
     del redbeat_source.app.conf["redbeat_redis_url"]
-    redbeat_source.app.conf.broker_url = redis_url
+    redbeat_source.app.conf.update(broker_url=redis_url)
     redbeat_source.app.conf.redbeat_key_prefix = f"{redis_prefix}elsewhere:"
 
     _, configured = imported_json(cli, "--dry-run")

@@ -166,7 +166,8 @@ def test_status_lists_schedules_whose_last_run_failed_or_that_are_overdue(cli: C
 
 def fires_slot(cli: Cli, task_id: str) -> str:
     fires = json.loads(cli.ok("history", "tick", "--json"))
-    return next(f["slot"] for f in fires if f["task_id"] == task_id)
+    slot: str = next(f["slot"] for f in fires if f["task_id"] == task_id)
+    return slot
 
 
 def test_status_calls_a_schedule_overdue_when_nothing_succeeded_for_two_periods(

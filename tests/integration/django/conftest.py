@@ -142,10 +142,12 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DjangoSite
         from django.db import connections
         from django.test.utils import setup_test_environment, teardown_test_environment
 
-        previous_app = getattr(_state._tls, "current_app", None)
-        _state._set_current_app(None)  # not another test's Celery app: see ``site``
+        celery_state: Any = _state  # private: the current-app switch Celery keeps per thread
+
+        previous_app = getattr(celery_state._tls, "current_app", None)
+        celery_state._set_current_app(None)  # not another test's Celery app: see ``site``
         django.setup()
-        _state._set_current_app(previous_app)
+        celery_state._set_current_app(previous_app)
         setup_test_environment()
         # Creates celery-dbeat's tables too (celery_dbeat.0001_initial), on the default alias.
         call_command("migrate", run_syncdb=True, verbosity=0, interactive=False)
@@ -167,9 +169,11 @@ def site(django_site: DjangoSite) -> Iterator[DjangoSite]:
 
     from celery_dbeat.contrib.django.conf import remember_celery_app, reset
 
+    celery_state: Any = _state  # private: the current-app switch Celery keeps per thread
+
     # A Celery app another test created would otherwise count as "the project's app".
-    previous = getattr(_state._tls, "current_app", None)
-    _state._set_current_app(None)
+    previous = getattr(celery_state._tls, "current_app", None)
+    celery_state._set_current_app(None)
     remember_celery_app()
     reset()
     for url in filter(None, (django_site.sqlite_url, django_site.postgres_url)):
@@ -180,7 +184,7 @@ def site(django_site: DjangoSite) -> Iterator[DjangoSite]:
         engine.dispose()
     yield django_site
     reset()
-    _state._set_current_app(previous)
+    celery_state._set_current_app(previous)
 
 
 @pytest.fixture
@@ -245,6 +249,8 @@ def celery_app(site: Any) -> Iterator[Any]:
 
     from celery_dbeat.contrib.django.conf import remember_celery_app
 
+    celery_state: Any = _state  # private: the current-app switch Celery keeps per thread
+
     app = Celery("proj", set_as_current=False)
 
     @app.task(name="proj.tasks.report", shared=False)
@@ -256,5 +262,5 @@ def celery_app(site: Any) -> Iterator[Any]:
     app.set_current()
     remember_celery_app()
     yield app
-    _state._set_current_app(None)
+    celery_state._set_current_app(None)
     remember_celery_app()

@@ -73,7 +73,7 @@ def listed(response: Any) -> list[str]:
 
 def insert_fire(url: str, schedule_id: int, slot: datetime, **columns: Any) -> None:
     """A fire row as beat writes it (``status`` ``sent`` unless told otherwise)."""
-    from celery_dbeat.store import Fire
+    from celery_dbeat.store.models import F
 
     values: dict[str, Any] = {
         "schedule_id": schedule_id,
@@ -87,17 +87,17 @@ def insert_fire(url: str, schedule_id: int, slot: datetime, **columns: Any) -> N
     values.update(columns)
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.execute(sa.insert(Fire.__table__).values(**values))
+        conn.execute(sa.insert(F).values(**values))
     engine.dispose()
 
 
 def insert_beat(url: str, name: str, seen: datetime) -> None:
-    from celery_dbeat.store.models import Beat
+    from celery_dbeat.store.models import B
 
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         conn.execute(
-            sa.insert(Beat.__table__).values(
+            sa.insert(B).values(
                 name=name,
                 hostname=name.split(":")[0],
                 pid=int(name.split(":")[1]),
