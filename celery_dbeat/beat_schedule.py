@@ -26,12 +26,28 @@ from .definitions import CREATE_ARGUMENTS, Definition
 from .errors import ConfigurationError, ValidationError
 from .specs import Cron, Every, Once, Solar, Spec
 
-__all__ = ["CLEANUP_TASK", "default_entries", "definitions_from_app", "spec_from_celery"]
+__all__ = [
+    "CLEANUP_CRONTAB",
+    "CLEANUP_OPTIONS",
+    "CLEANUP_TASK",
+    "default_entries",
+    "definitions_from_app",
+    "spec_from_celery",
+]
 
 logger = get_logger(__name__)
 
-#: Celery's task that deletes expired results (``app.backend.cleanup()``).
+#: Celery's task that deletes expired results (``app.backend.cleanup()``), and the entry its
+#: beat gives it: daily at 04:00, expiring after 12 hours (``install_default_entries``).
 CLEANUP_TASK = "celery.backend_cleanup"
+CLEANUP_CRONTAB = {
+    "minute": "0",
+    "hour": "4",
+    "day_of_month": "*",
+    "month_of_year": "*",
+    "day_of_week": "*",
+}
+CLEANUP_OPTIONS = {"expires": 12 * 3600}
 
 #: Keys an entry may have: Celery's own, plus celery-dbeat's per-schedule settings.
 ENTRY_KEYS = frozenset({*CREATE_ARGUMENTS, "relative"})
@@ -130,8 +146,8 @@ def default_entries(app: Celery) -> dict[str, dict[str, Any]]:
     return {
         CLEANUP_TASK: {
             "task": CLEANUP_TASK,
-            "schedule": crontab("0", "4", "*"),
-            "options": {"expires": 12 * 3600},
+            "schedule": crontab(**CLEANUP_CRONTAB),
+            "options": dict(CLEANUP_OPTIONS),
         }
     }
 

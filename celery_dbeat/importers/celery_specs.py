@@ -18,7 +18,7 @@ from typing import Any
 from celery.schedules import crontab
 from croniter import croniter
 
-from ..beat_schedule import CLEANUP_TASK
+from ..beat_schedule import CLEANUP_CRONTAB, CLEANUP_OPTIONS, CLEANUP_TASK
 from ..errors import ValidationError
 from ..specs import Cron
 from ..timing import CronSpec
@@ -41,15 +41,6 @@ CRONTAB_FIELDS = (
     ("month_of_year", 1, 12),
     ("day_of_week", 0, 6),
 )
-_CLEANUP_CRONTAB = {
-    "minute": "0",
-    "hour": "4",
-    "day_of_month": "*",
-    "month_of_year": "*",
-    "day_of_week": "*",
-}
-#: Celery's ``expires`` option of its cleanup entry (12 hours).
-CLEANUP_EXPIRES = 12 * 3600
 
 
 def _field_text(value: Any) -> str:
@@ -191,10 +182,7 @@ def is_celery_cleanup(
     entry of that name changed in any way is the user's, and imported."""
     if name != CLEANUP_TASK or task != CLEANUP_TASK or crontab_fields is None:
         return False
-    fields = {key: _field_text(crontab_fields.get(key, "*")) for key in _CLEANUP_CRONTAB}
+    fields = {key: _field_text(crontab_fields.get(key, "*")) for key in CLEANUP_CRONTAB}
     return (
-        fields == _CLEANUP_CRONTAB
-        and not args
-        and not kwargs
-        and dict(options) == {"expires": CLEANUP_EXPIRES}
+        fields == CLEANUP_CRONTAB and not args and not kwargs and dict(options) == CLEANUP_OPTIONS
     )

@@ -21,6 +21,7 @@ from django.utils.html import format_html
 
 from celery_dbeat.definitions import SPEC_COLUMNS
 from celery_dbeat.errors import DBeatError, ScheduleNotFound
+from celery_dbeat.fields import KIND_FIELDS
 from celery_dbeat.specs import spec_from_fields
 
 from .base import OnScheduleDatabase, ReadOnly
@@ -35,7 +36,7 @@ from .display import (
     show_lag,
     utc,
 )
-from .forms import KIND_FIELDS, ScheduleForm, ScheduleFormBase
+from .forms import ScheduleForm, ScheduleFormBase
 from .models import Beat, Fire, Schedule
 from .tasks import unknown_task_warning
 

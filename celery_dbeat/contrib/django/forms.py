@@ -32,7 +32,7 @@ from .conf import database_alias
 from .models import Schedule
 from .tasks import suggested_task_names
 
-__all__ = ["KIND_FIELDS", "ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
+__all__ = ["ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
 
 #: Fields the shared validation also checks together.
 _BOUNDS = ("start_at", "end_at")

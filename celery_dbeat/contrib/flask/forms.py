@@ -25,11 +25,9 @@ from wtforms import (
 
 from ...definitions import FORM_FIELDS
 from ...errors import ValidationError
-from ...fields import FIELDS, KIND_FIELDS, KINDS, Field, Form
+from ...fields import FIELDS, KINDS, Field, Form
 
 __all__ = [
-    "KINDS",
-    "KIND_FIELDS",
     "ScheduleForm",
     "field_of",
     "form_data",

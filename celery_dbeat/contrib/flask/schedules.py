@@ -17,6 +17,7 @@ from ...api import Schedules
 from ...core.states import STATES, schedule_state
 from ...definitions import definition_from_form, form_text
 from ...errors import DBeatError, ScheduleExists, ValidationError
+from ...fields import KINDS
 from ...overlap import OverlapPolicy
 from ...store.models import Schedule
 from ...store.schedules import CONFIG_ORIGIN, state_expression
@@ -29,7 +30,7 @@ from .display import (
     overlap_summary,
     spec_summary,
 )
-from .forms import KINDS, ScheduleForm, field_of, form_data, schedule_form_rules
+from .forms import ScheduleForm, field_of, form_data, schedule_form_rules
 from .history import FireView
 
 __all__ = ["ScheduleView", "StateFilter", "TaskNames"]

@@ -20,8 +20,8 @@ from flask import Flask
 import celery_dbeat.contrib.flask
 from celery_dbeat import Every, Solar
 from celery_dbeat.api import Schedules
-from celery_dbeat.contrib.flask.forms import KIND_FIELDS
 from celery_dbeat.definitions import FORM_FIELDS, SPEC_COLUMNS
+from celery_dbeat.fields import KIND_FIELDS
 from celery_dbeat.timing.solar import EVENTS
 from tests.bad_inputs import BadInput, bad_input_params
 from tests.integration.flask.helpers import Browser, field_errors, flashes, make_app, rows
