@@ -8,6 +8,8 @@ Configured only from environment variables set by :mod:`bench.services`:
     ``dbeat``, ``redbeat`` or ``django``: which scheduler's settings to apply.
 ``BENCH_DATABASE_URL``, ``BENCH_SETTINGS``
     celery-dbeat's database and extra ``dbeat_*`` settings (JSON).
+``BENCH_BEAT_SCHEDULE``
+    When set to N, ``beat_schedule`` holds N daily crontab entries (the slowstart scenario).
 ``BENCH_QUERY_FILE``
     When set, every SQL statement the process executes is counted (a SQLAlchemy event) and the
     count is written to this file twice a second: the idle scenario's queries per second.
@@ -60,6 +62,17 @@ if SCHEDULER == "dbeat":
             **json.loads(os.environ.get("BENCH_SETTINGS", "{}")),
         }
     )
+    if os.environ.get("BENCH_BEAT_SCHEDULE"):
+        from celery.schedules import crontab
+
+        app.conf.beat_schedule = {
+            f"e{i:06d}": {
+                "task": TASK_NAME,
+                "schedule": crontab(minute=str(i % 60), hour=str(i // 60 % 24)),
+                "args": [i],
+            }
+            for i in range(int(os.environ["BENCH_BEAT_SCHEDULE"]))
+        }
 elif SCHEDULER == "redbeat":
     app.conf.update(redbeat_redis_url=BROKER_URL, redbeat_key_prefix=f"{PREFIX}redbeat:")
 elif SCHEDULER == "django":

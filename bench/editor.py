@@ -16,7 +16,7 @@ import sys
 import time
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.errors import ValidationError
 
 #: Seconds between two batches: at 250 edits/s per editor, about 12 edits per call.
 BATCH_SECONDS = 0.05

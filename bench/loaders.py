@@ -34,7 +34,7 @@ def load_dbeat(run: Run, n: int, *, spread: bool = False, batch: int = 2000) -> 
     """
     from celery_dbeat import Cron, Every
     from celery_dbeat.api import Schedules
-    from celery_dbeat.definitions import Definition
+    from celery_dbeat.core.definitions import Definition
     from celery_dbeat.store import migrate
 
     started = time.perf_counter()

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import edges, herd, report, steady, trigger
+from bench import edges, forecast, herd, load, report, steady, trigger
 
 WORKDIR = Path(os.environ.get("BENCH_WORKDIR", "/tmp/dbeat-bench"))
 
@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
         "scenario",
         choices=[
             *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup", "trigger"),
+            *("backfill", "firstpass"),
+            *("outage", "overload", "cost", "slowstart", "forecast", "forecast-db"),
             *("all", "table"),
         ],
     )
@@ -58,6 +60,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--edit-rate", type=float, default=1000)
     parser.add_argument("--timeout", type=float, default=600, help="herd: give up after")
     parser.add_argument("--profile", action="store_true", help="py-spy the first herd")
+    parser.add_argument(
+        "--fires", type=int, default=1_000_000, help="forecast-db: the past day's sent fires"
+    )
+    parser.add_argument(
+        "--backend",
+        action="append",
+        choices=["postgresql", "sqlite"],
+        help="forecast-db: where (default both)",
+    )
     parser.add_argument("--out", type=Path, default=WORKDIR / "results.jsonl")
     args = parser.parse_args(argv)
     # A SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so every scenario still drops its
@@ -115,9 +126,34 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "catchup":
         for n in args.n or [1_000]:
             emit([edges.catchup(WORKDIR, n, p) for p in ("skip", "latest", "earliest", "all")])
+    elif args.scenario == "firstpass":
+        emit([edges.firstpass(WORKDIR) for _ in range(args.repeats)])
+    elif args.scenario == "backfill":
+        for n in args.n or [10_000]:
+            emit([edges.backfill(WORKDIR, n)])
     elif args.scenario == "trigger":
         for n in args.n or [1_000]:
             emit([trigger.trigger(WORKDIR, n, args.repeats, redis_locks=r) for r in (True, False)])
+    elif args.scenario == "outage":
+        emit([load.outage(WORKDIR) for _ in range(args.repeats)])
+    elif args.scenario == "overload":
+        for n in args.n or [10_000]:
+            emit(load.overload(WORKDIR, n, seconds=args.seconds))
+    elif args.scenario == "cost":
+        for n in args.n or [60_000]:
+            emit([load.cost(WORKDIR, n, seconds=args.seconds)])
+    elif args.scenario == "forecast":
+        for n in args.n or [100_000]:
+            emit([forecast.forecast(n, args.repeats)])
+    elif args.scenario == "forecast-db":
+        backends = tuple(args.backend or ["postgresql", "sqlite"])
+        for n in args.n or [100_000]:
+            emit(
+                forecast.forecast_db(WORKDIR, n, args.repeats, fires=args.fires, backends=backends)
+            )
+    elif args.scenario == "slowstart":
+        for n in args.n or [100_000]:
+            emit([load.slowstart(WORKDIR, n)])
     print(f"\n{_machine()}; {time.time() - started:.0f} s\n")
     print(report.render(rows if args.scenario != "table" else _load(args.out)))
 

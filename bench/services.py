@@ -68,19 +68,20 @@ class Beat:
 class Run:
     """One database and one key prefix for a scenario; ``close`` removes them."""
 
-    def __init__(self, workdir: Path, label: str) -> None:
+    def __init__(self, workdir: Path, label: str, *, server: str = PG_SERVER) -> None:
+        """``server``: a PostgreSQL URL without a database (default ``BENCH_POSTGRES``)."""
         self.tag = f"dbeat_bench_{uuid.uuid4().hex[:8]}"
         self.label = label
         self.workdir = workdir / f"{label}-{self.tag}"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.database_url = f"{PG_SERVER}/{self.tag}"
+        self.database_url = f"{server}/{self.tag}"
         self.redis_url = REDIS_URL
         self.prefix = f"{self.tag}:"
         self.queue = "bench"
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.beats: list[Beat] = []
         self._admin = sa.create_engine(
-            f"{PG_SERVER}/postgres", isolation_level="AUTOCOMMIT", poolclass=sa.NullPool
+            f"{server}/postgres", isolation_level="AUTOCOMMIT", poolclass=sa.NullPool
         )
         with self._admin.connect() as conn:
             conn.exec_driver_sql(f'CREATE DATABASE "{self.tag}"')

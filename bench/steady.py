@@ -45,7 +45,9 @@ class Collector(threading.Thread):
     def run(self) -> None:
         client, key = self.run_.redis, self.run_.queue_key
         while not self.stopping.is_set():
-            raw = client.lpop(key, 2000)
+            # kombu LPUSHes and consumers BRPOP: the oldest message is at the tail. Pop from
+            # there, as a worker would, so a backlog here does not inflate the oldest's lag.
+            raw = client.rpop(key, 2000)
             if raw:
                 self.batches.append((time.time(), list(raw)))
             else:

@@ -18,7 +18,7 @@ from bench.app import TASK_NAME
 from bench.services import Run
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
-from celery_dbeat.definitions import Definition
+from celery_dbeat.core.definitions import Definition
 from celery_dbeat.store import migrate
 
 

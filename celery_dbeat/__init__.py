@@ -7,30 +7,42 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import (
+from .core.errors import (
+    CalendarExists,
+    CalendarInUse,
+    CalendarNotFound,
     ConfigurationError,
     DBeatError,
+    ScheduleChanged,
+    ScheduleExists,
     ScheduleNotFound,
     SchemaVersionError,
     ValidationError,
 )
-from .specs import Cron, Every, Once, Solar
+from .core.fires import fire_task_id
+from .core.specs import Cron, Every, Once, Solar
 
 if TYPE_CHECKING:
-    from .scheduler import Scheduler
+    from .beat.scheduler import Scheduler
 
 __all__ = [
+    "CalendarExists",
+    "CalendarInUse",
+    "CalendarNotFound",
     "ConfigurationError",
     "Cron",
     "DBeatError",
     "Every",
     "Once",
+    "ScheduleChanged",
+    "ScheduleExists",
     "ScheduleNotFound",
     "Scheduler",
     "SchemaVersionError",
     "Solar",
     "ValidationError",
     "__version__",
+    "fire_task_id",
 ]
 
 __version__ = "0.1.0.dev0"
@@ -40,7 +52,7 @@ def __getattr__(name: str) -> Any:
     # The scheduler imports Celery's beat machinery; load it only when asked for, so that
     # `from celery_dbeat import Cron` in a settings module stays light.
     if name == "Scheduler":
-        from .scheduler import Scheduler
+        from .beat.scheduler import Scheduler
 
         return Scheduler
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,15 +9,17 @@
     schedules.preview("report", count=3)
 
 Every write validates with the same code as ``beat_schedule`` sync and raises
-:class:`~celery_dbeat.errors.ValidationError` (naming the field and the value),
-:class:`~celery_dbeat.errors.ScheduleNotFound` or :class:`~celery_dbeat.errors.ScheduleExists`.
+:class:`~celery_dbeat.core.errors.ValidationError` (naming the field and the value),
+:class:`~celery_dbeat.core.errors.ScheduleNotFound`,
+:class:`~celery_dbeat.core.errors.ScheduleExists` or, when another writer changed the schedule
+meanwhile, :class:`~celery_dbeat.core.errors.ScheduleChanged` (retry).
 """
 
 from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
@@ -25,25 +27,39 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine, Row
 
+from .beat.notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
+from .calendars import Calendars
 from .clock import Clock, SystemClock
 from .config import Settings
+from .core.audit import Action, Actor
+from .core.calendars import PreviewSlot, preview
+from .core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
+from .core.errors import ValidationError
+from .core.fields import FIELDS, Form
+from .core.health import UNHEALTHY_REASONS, ScheduleHealth, judge
+from .core.load import Load
+from .core.misfire import MisfirePolicy
+from .core.overlap import OverlapPolicy
+from .core.specs import Spec, spec_from_fields
 from .core.states import schedule_state
-from .definitions import CREATE_ARGUMENTS, Definition, create_arguments
-from .errors import ValidationError
-from .fields import FIELDS, Form
-from .health import UNHEALTHY_REASONS, ScheduleHealth, judge
-from .misfire import MisfirePolicy
-from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
-from .overlap import OverlapPolicy
-from .specs import Spec, spec_from_fields
-from .store import Store, beats, fires, schedules
+from .core.timing import require_aware
+from .core.validation import check_accepted
+from .store import Store, audit, backfill, beats, fires, queue, schedules
+from .store import load as load_store
+from .store.audit import Entry
+from .store.backfill import BackfillReport
+from .store.calendars import load_calendar
 from .store.health import unhealthy_candidates
-from .timing import require_aware
 
 __all__ = [
     "UNHEALTHY_REASONS",
+    "Actor",
+    "BackfillReport",
     "BeatInfo",
+    "Entry",
     "FireInfo",
+    "Load",
+    "PreviewSlot",
     "ScheduleHealth",
     "ScheduleInfo",
     "Schedules",
@@ -74,6 +90,10 @@ class ScheduleInfo:
     """A schedule as stored, with JSON decoded."""
 
     id: int
+    #: The schedule's identity, kept through renames: its fires' task ids are
+    #: ``celery_dbeat.fire_task_id(uid, slot)``. ``None`` only on a row inserted by hand that
+    #: no beat has claimed yet.
+    uid: str | None
     name: str
     task: str
     schedule: Spec | None
@@ -92,6 +112,10 @@ class ScheduleInfo:
     jitter: float | None
     overlap_policy: str | None
     max_run_time: float | None
+    pause_after_failures: int | None
+    history_limit: int | None
+    #: The exclusion calendar's name (``Schedules.calendars``), or ``None``.
+    calendar: str | None
     next_run_at: datetime | None
     last_slot: datetime | None
     last_error: str | None
@@ -99,6 +123,19 @@ class ScheduleInfo:
     created_at: datetime
     updated_at: datetime
     version: int
+    #: While paused: who paused it and why, when, and what paused it (a
+    #: :class:`~celery_dbeat.core.states.PauseSource` value: ``person``, ``config``,
+    #: ``failures``). ``None`` while enabled, and on a pause made before celery-dbeat 0010.
+    pause_note: str | None = None
+    paused_at: datetime | None = None
+    pause_source: str | None = None
+    #: How many of its runs failed in a row, as the worker hook reported them (reset by a
+    #: success); ``pause_after_failures`` pauses the schedule when it reaches that number.
+    consecutive_failures: int = 0
+    #: The slot up to which the prunes deleted the schedule's fire records (``None``: none
+    #: yet). A backfill leaves the slots at or before it that have no record unless asked to
+    #: resend them.
+    pruned_until: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ScheduleInfo:
@@ -141,7 +178,7 @@ class BeatInfo:
 class FireInfo:
     """One row of a schedule's fire history: what beat did with the fire (``status``, a
     :class:`~celery_dbeat.store.models.FireStatus` value) and, when the worker hook
-    (:mod:`celery_dbeat.worker`) is on, what became of its run (``run_status``, a
+    (:mod:`celery_dbeat.beat.worker`) is on, what became of its run (``run_status``, a
     :class:`~celery_dbeat.store.models.RunStatus` value, and the ``started_at`` ...
     ``run_error`` columns; all ``None`` without the hook or before the run starts)."""
 
@@ -157,12 +194,16 @@ class FireInfo:
     attempts: int
     error: str | None
     run_status: str | None = None
+    #: Who asked for the fire: ``None`` for the beat's own, ``"backfill"`` for a backfill's.
+    origin: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
     #: Seconds the task ran, as the worker measured it.
     runtime: float | None = None
     worker: str | None = None
     run_error: str | None = None
+    #: For a skipped fire: the calendar that excluded its slots (``None``: the misfire policy).
+    calendar: str | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> FireInfo:
@@ -234,19 +275,27 @@ class Schedules:
         redis_key_prefix: str = "dbeat:",
         redis_options: Mapping[str, Any] | None = None,
         live_within: timedelta = LIVE_WITHIN,
+        accept_content: Collection[str] | None = None,
+        actor: Actor | str | None = None,
     ) -> None:
         """``notify``: a Redis URL or client; after each write, running beats are woken through
         it (give the beats' ``dbeat_redis_url``, ``dbeat_redis_key_prefix`` and
         ``dbeat_redis_options``). Without it, on PostgreSQL through psycopg, writes ``NOTIFY``
         the beats that run without Redis. ``live_within``: how young a heartbeat must be for
         its beat to count as running (:meth:`live_beats`); three of the beats'
-        ``dbeat_max_interval``."""
+        ``dbeat_max_interval``. ``accept_content``: the workers' (the app's setting); ``None``,
+        Celery's default, ``["json"]``: a schedule's ``serializer`` must be among them.
+        ``actor``: who the writes are recorded as in the audit trail (:meth:`audit`), unless a
+        write names its own: an :class:`Actor` (a name and a surface), or a name (surface
+        ``api``); default, this process's OS user through the ``api``."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
             self.store, self._owns = Store(target), True
         self.clock = clock or SystemClock()
         self.live_within = live_within
+        self.actor = self._actor(actor, Actor(audit.os_user()))
+        self.accept_content = None if accept_content is None else tuple(accept_content)
         self.notifier: ChangeNotifier | DatabaseNotifier | None = None
         if notify is not None:
             self.notifier = ChangeNotifier(notify, prefix=redis_key_prefix, options=redis_options)
@@ -265,6 +314,7 @@ class Schedules:
             redis_key_prefix=settings.redis_key_prefix,
             redis_options=settings.redis_options,
             live_within=3 * settings.max_interval,
+            accept_content=app.conf.accept_content,
         )
         api._owns = True
         return api
@@ -282,6 +332,14 @@ class Schedules:
         if self.notifier is not None:
             self.notifier.notify()
 
+    def _actor(self, actor: Actor | str | None, default: Actor | None = None) -> Actor:
+        """Who a write is recorded as: ``actor``, a name through the default's surface, or
+        the default (this API's ``actor``)."""
+        default = default or self.actor
+        if actor is None:
+            return default
+        return actor if isinstance(actor, Actor) else Actor(actor, default.surface)
+
     def _now(self, conn: Connection) -> datetime:
         """When a write happens. This host's clock (a :class:`SystemClock`) gives way to the
         database server's, which every host shares (``store.clock``); any other
@@ -294,6 +352,11 @@ class Schedules:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def calendars(self) -> Calendars:
+        """The exclusion calendars schedules name (:mod:`celery_dbeat.calendars`)."""
+        return Calendars(self)
 
     # Reads -----------------------------------------------------------------------------------
 
@@ -327,6 +390,12 @@ class Schedules:
         with self.store.engine.connect() as conn:
             return schedules.count_due(conn, now or self.clock.now())
 
+    def queued(self) -> tuple[int, datetime | None]:
+        """Slots queued for spare capacity (catch-up of policy ``all``, backfill): how many, and
+        the oldest. Beats publish them, oldest first, once no on-time fire is due."""
+        with self.store.engine.connect() as conn:
+            return queue.queued_backlog(conn)
+
     def upcoming(
         self, count: int = 5, *, now: datetime | None = None
     ) -> builtins.list[ScheduleInfo]:
@@ -344,6 +413,12 @@ class Schedules:
         """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
         with self.store.engine.connect() as conn:
             return schedules.state_counts(conn)
+
+    def paused_counts(self) -> dict[str, int]:
+        """How many schedules are paused, by what paused them (``person``, ``config``,
+        ``failures``; ``unknown`` for pauses made before celery-dbeat recorded it)."""
+        with self.store.engine.connect() as conn:
+            return schedules.paused_counts(conn)
 
     def beats(self) -> builtins.list[BeatInfo]:
         """Every beat's heartbeat, by name."""
@@ -364,9 +439,20 @@ class Schedules:
         with self.store.engine.connect() as conn:
             return [FireInfo.from_row(r) for r in fires.fire_history(conn, name, limit)]
 
+    def audit(
+        self, name: str | None = None, *, since: datetime | None = None, limit: int = 100
+    ) -> builtins.list[Entry]:
+        """The audit trail, newest first: who changed what (``{field: [old, new]}``), when (the
+        database's clock) and from where; of the schedule ``name`` (under every name it had),
+        from ``since`` on, at most ``limit`` (1 to 10000) entries."""
+        if since is not None:
+            require_aware("since", since)
+        with self.store.engine.connect() as conn:
+            return audit.entries(conn, name=name, since=since, limit=_count(limit))
+
     def unhealthy(self, *, now: datetime | None = None) -> builtins.list[ScheduleHealth]:
         """Schedules whose last run failed or that have not succeeded within their expected
-        period, by name; see :mod:`celery_dbeat.health` for the exact rules."""
+        period, by name; see :mod:`celery_dbeat.core.health` for the exact rules."""
         now = now or self.clock.now()
         with self.store.engine.connect() as conn:
             candidates = unhealthy_candidates(conn)
@@ -374,15 +460,52 @@ class Schedules:
 
     def preview(
         self, name: str, *, count: int = 5, after: datetime | None = None
-    ) -> builtins.list[datetime]:
-        """The next ``count`` slots of a stored schedule after ``after`` (default: now)."""
+    ) -> builtins.list[PreviewSlot]:
+        """The next ``count`` slots a stored schedule fires after ``after`` (default: now), and
+        the slots its calendar removes among them (``excluded_by``: the calendar's name; at
+        most ``count`` of those listed), looking at most at 100,000 slots."""
+        require_aware("after", after)
+        count = _count(count)
         with self.store.engine.connect() as conn:
             row = schedules.load_schedule(conn, name)
+            calendar = None if row.calendar is None else load_calendar(conn, row.calendar)
         definition = Definition.from_columns(row._mapping)
         anchor = row.start_at or row.anchor_at or row.created_at
-        return definition.timing(anchor).preview(after or self.clock.now(), _count(count))
+        slots = definition.timing(anchor).slots_after(after or self.clock.now())
+        return preview(slots, calendar, count)
+
+    def load(
+        self, *, start: datetime | None = None, top: int = 5, herd_at: float | None = None
+    ) -> Load:
+        """Fires per minute over the 24 hours from ``start`` (default: the start of the current
+        minute) of every enabled schedule, each at its due instant (jitter included, as beat
+        computes it); the ``top`` busiest minutes that are herds (at least ``herd_at`` fires;
+        default: twice the day's median minute and at least 10), with the schedules that make
+        them and a hint; and the day before: lag (``sent_at - slot``) p50/p99 and failed runs
+        per hour. See :mod:`celery_dbeat.core.load` for how the work stays bounded."""
+        require_aware("start", start)
+        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 100:
+            raise ValidationError("top", top, "must be a whole number from 0 to 100")
+        if herd_at is not None and (
+            isinstance(herd_at, bool)
+            or not isinstance(herd_at, (int, float))
+            or not 1 <= herd_at < float("inf")
+        ):
+            raise ValidationError("herd_at", herd_at, "must be a number of fires >= 1")
+        if start is None:
+            now = self.clock.now()
+            start = now.replace(second=0, microsecond=0)
+        with self.store.engine.connect() as conn:
+            return load_store.load(conn, start, top=top, herd_at=herd_at)
 
     # Writes ----------------------------------------------------------------------------------
+
+    def check(self, definition: Definition) -> Definition:
+        """Refuse (:class:`ValidationError`) what this API does not store although it is valid
+        on its own: a ``serializer`` the workers' ``accept_content`` would refuse. Every write
+        calls it; call it to check a batch before writing any of it. Returns ``definition``."""
+        check_accepted(definition.options, self.accept_content)
+        return definition
 
     def add(
         self,
@@ -403,6 +526,10 @@ class Schedules:
         jitter: Any = None,
         overlap_policy: str | OverlapPolicy | None = None,
         max_run_time: Any = None,
+        calendar: str | None = None,
+        pause_after_failures: int | None = None,
+        history_limit: int | None = None,
+        actor: Actor | str | None = None,
     ) -> ScheduleInfo:
         definition = Definition.create(
             name=name,
@@ -421,29 +548,39 @@ class Schedules:
             jitter=jitter,
             overlap_policy=overlap_policy,
             max_run_time=max_run_time,
+            pause_after_failures=pause_after_failures,
+            history_limit=history_limit,
+            calendar=calendar,
         )
-        return self.create(definition)
+        return self.create(definition, actor=actor)
 
-    def update(self, name: str, /, **changes: Any) -> ScheduleInfo:
+    def update(
+        self, name: str, /, *, actor: Actor | str | None = None, **changes: Any
+    ) -> ScheduleInfo:
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
         ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
-        ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``name`` to
-        rename). A timing change recomputes
+        ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``calendar``,
+        ``pause_after_failures``, ``history_limit``, ``name`` to rename). A timing change recomputes
         ``next_run_at`` from now; other changes keep it."""
         _check_editable(changes, _EDITABLE)
+        who = self._actor(actor)
         with self._writing() as conn:
-            row = schedules.load_schedule(conn, name)
-            definition = _edited(row, changes)
-            schedules.update_schedule(conn, name, definition, self._now(conn), row=row)
+            now = self._now(conn)
+            with audit.watch(conn, name, who, Action.UPDATE, now):
+                row = schedules.load_schedule(conn, name)
+                definition = self.check(_edited(row, changes))
+                schedules.update_schedule(conn, name, definition, now, row=row)
         return self.get(changes.get("name", name))
 
-    def update_many(self, changes: Mapping[str, Mapping[str, Any]]) -> int:
+    def update_many(
+        self, changes: Mapping[str, Mapping[str, Any]], *, actor: Actor | str | None = None
+    ) -> int:
         """:meth:`update` for many schedules in one transaction: ``{name: {field: value}}``
         (no renames); returns how many changed. All or nothing: an unknown name or an invalid
         value raises (naming the schedule) and nothing is stored. Rows are locked while the
         batch is written: another batch touching them waits and loses nothing; an
-        :meth:`update` racing it fails with "try again". For bulk edits: a few hundred
-        schedules per call."""
+        :meth:`update` racing it raises ``ScheduleChanged`` (try again). For bulk edits: a few
+        hundred schedules per call."""
         for edits in changes.values():
             _check_editable(edits, _BATCH_EDITABLE)
         if not changes:
@@ -452,66 +589,153 @@ class Schedules:
             updates = []
             for row in schedules.lock_schedules(conn, builtins.list(changes)):
                 try:
-                    updates.append((row, _edited(row, changes[row.name])))
+                    updates.append((row, self.check(_edited(row, changes[row.name]))))
                 except ValidationError as exc:
                     raise ValidationError(
                         exc.field, exc.value, f"{exc.problem} (schedule {row.name!r})"
                     ) from None
-            return schedules.update_schedules(conn, updates, self._now(conn))
+            now = self._now(conn)
+            count = schedules.update_schedules(conn, updates, now)
+            rows = [row for row, _ in updates]
+            audit.record_rows(conn, self._actor(actor), Action.UPDATE, now, rows)
+            return count
 
-    def create(self, definition: Definition) -> ScheduleInfo:
+    def create(self, definition: Definition, *, actor: Actor | str | None = None) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
+        self.check(definition)
         with self._writing() as conn:
-            schedules.create_schedule(conn, definition, self._now(conn))
+            now = self._now(conn)
+            with audit.watch(conn, definition.name, self._actor(actor), Action.CREATE, now):
+                schedules.create_schedule(conn, definition, now)
         return self.get(definition.name)
 
-    def replace(self, name: str, definition: Definition) -> ScheduleInfo:
+    def replace(
+        self, name: str, definition: Definition, *, actor: Actor | str | None = None
+    ) -> ScheduleInfo:
         """Make the schedule ``name`` match ``definition`` in one transaction: its fields (a
         rename when the names differ; ``next_run_at`` recomputed only if the timing changed),
         then its ``enabled`` flag (a resume skips the slots of the pause)."""
+        self.check(definition)
         with self._writing() as conn:
             now = self._now(conn)
-            schedules.update_schedule(conn, name, definition, now)
-            row = schedules.load_schedule(conn, definition.name)
-            if row.enabled != definition.enabled and row.finished_at is None:
-                schedules.set_enabled(conn, definition.name, definition.enabled, now)
+            with audit.watch(conn, name, self._actor(actor), Action.UPDATE, now):
+                schedules.update_schedule(conn, name, definition, now)
+                row = schedules.load_schedule(conn, definition.name)
+                if row.enabled != definition.enabled and row.finished_at is None:
+                    schedules.set_enabled(conn, definition.name, definition.enabled, now)
         return self.get(definition.name)
 
-    def remove(self, name: str) -> None:
+    def remove(self, name: str, *, actor: Actor | str | None = None) -> None:
         """Delete the schedule and its history. (Config schedules come back at the next sync;
         remove them from ``beat_schedule`` instead, which disables them.)"""
         with self._writing() as conn:
-            schedules.delete_schedule(conn, name)
+            now = self._now(conn)
+            with audit.watch(conn, name, self._actor(actor), Action.REMOVE, now):
+                schedules.delete_schedule(conn, name)
 
-    def pause(self, name: str) -> ScheduleInfo:
+    def pause(
+        self, name: str, *, note: str | None = None, actor: Actor | str | None = None
+    ) -> ScheduleInfo:
+        """Stop the schedule firing until :meth:`resume`. ``note``: who paused it and why (free
+        text, at most 500 characters, no control characters), shown by every surface until the
+        resume clears it. Pausing a paused schedule with a note replaces its note (and keeps
+        when it was paused)."""
+        checked = pause_note(note)
         with self._writing() as conn:
-            schedules.set_enabled(conn, name, False, self._now(conn))
+            now = self._now(conn)
+            with audit.watch(conn, name, self._actor(actor), Action.PAUSE, now):
+                schedules.set_enabled(conn, name, False, now, note=checked)
         return self.get(name)
 
-    def resume(self, name: str, *, catch_up: bool = False) -> ScheduleInfo:
+    def resume(
+        self, name: str, *, catch_up: bool = False, actor: Actor | str | None = None
+    ) -> ScheduleInfo:
         """Resume; the slots that fell inside the pause fire only with ``catch_up=True``, and
         then through the schedule's misfire policy."""
         with self._writing() as conn:
-            schedules.set_enabled(conn, name, True, self._now(conn), catch_up=catch_up)
+            now = self._now(conn)
+            with audit.watch(conn, name, self._actor(actor), Action.RESUME, now):
+                schedules.set_enabled(conn, name, True, now, catch_up=catch_up)
         return self.get(name)
 
-    def trigger(self, name: str) -> str:
+    def backfill(
+        self,
+        name: str,
+        start: datetime,
+        end: datetime,
+        *,
+        limit: int = 10_000,
+        dry_run: bool = False,
+        resend: bool = False,
+        actor: Actor | str | None = None,
+    ) -> BackfillReport:
+        """Send the slots of ``name`` in ``[start, end]`` (both inclusive, both passed) that
+        were never sent, each with its usual task id: queued behind on-time fires and drained
+        like a catch-up (at most ``dbeat_catchup_rate`` a second per beat), marked
+        ``origin="backfill"`` in the history. A slot already sent or on its way is left alone,
+        so a second backfill of the same range sends nothing. A slot whose history was pruned
+        (no record, at or before the schedule's ``pruned_until``) may have been sent: it is
+        reported (``report.pruned``) and sent only with ``resend=True``. A range holding more
+        than ``limit`` slots (at most 100,000) is refused; ``dry_run`` counts without
+        recording."""
+        require_aware("start", start)
+        require_aware("end", end)
+        if not isinstance(resend, bool):
+            raise ValidationError("resend", resend, "must be True or False")
+        with self.store.engine.connect() as conn:
+            row, now = schedules.load_schedule(conn, name), self._now(conn)
+        # Drawn outside any transaction: a long range never holds the schedule's row.
+        planned = backfill.plan(row, start, end, now, limit)
+        with self._writing() as conn:
+            now = self._now(conn)
+            with audit.watch(conn, name, self._actor(actor), Action.BACKFILL, now) as seen:
+                report = backfill.backfill(
+                    conn,
+                    name,
+                    start,
+                    end,
+                    now,
+                    limit=limit,
+                    dry_run=dry_run,
+                    resend=resend,
+                    planned=planned,
+                )
+                seen.detail.update(backfill.audit_detail(report))
+            return report
+
+    def trigger(self, name: str, *, actor: Actor | str | None = None) -> str:
         """Fire once now, outside the schedule; returns the task id. A running beat publishes
         it at once when writes notify it (see ``notify``), else within ``dbeat_max_interval``;
         with no beat running (:meth:`live_beats` is empty) it is sent when one starts."""
         with self._writing() as conn:
-            return fires.record_manual_fire(conn, name, self._now(conn))
+            now = self._now(conn)
+            with audit.watch(conn, name, self._actor(actor), Action.RUN_NOW, now) as seen:
+                task_id = fires.record_manual_fire(conn, name, now)
+                seen.detail["task_id"] = [None, task_id]
+            return task_id
 
-    def add_many(self, definitions: Iterable[Definition]) -> int:
+    def add_many(
+        self, definitions: Iterable[Definition], *, actor: Actor | str | None = None
+    ) -> int:
         """Store already validated definitions (from ``Definition.create``) as new schedules, in
         one transaction and one multi-row INSERT; returns how many. For bulk loads: call it once
         per batch of a few thousand. Raises :class:`ScheduleExists` naming a taken name (then
         nothing of the batch is stored) and ``ValidationError`` for a name given twice."""
         batch = builtins.list(definitions)
+        for definition in batch:
+            try:
+                self.check(definition)
+            except ValidationError as exc:
+                raise ValidationError(
+                    exc.field, exc.value, f"{exc.problem} (schedule {definition.name!r})"
+                ) from None
         if not batch:
             return 0
         with self._writing() as conn:
-            schedules.create_schedules(conn, batch, self._now(conn))
+            now = self._now(conn)
+            schedules.create_schedules(conn, batch, now)
+            names = [d.name for d in batch]
+            audit.record_rows(conn, self._actor(actor), Action.CREATE, now, [], names)
         return len(batch)
 
 

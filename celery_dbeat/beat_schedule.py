@@ -22,9 +22,10 @@ from celery.exceptions import ImproperlyConfigured
 from celery.schedules import crontab, schedule, solar
 from celery.utils.log import get_logger
 
-from .definitions import CREATE_ARGUMENTS, Definition
-from .errors import ConfigurationError, ValidationError
-from .specs import Cron, Every, Once, Solar, Spec
+from .core.definitions import CREATE_ARGUMENTS, Definition
+from .core.errors import ConfigurationError, ValidationError
+from .core.specs import Cron, Every, Once, Solar, Spec
+from .core.validation import check_accepted
 
 __all__ = [
     "CLEANUP_CRONTAB",
@@ -120,7 +121,10 @@ def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
     fields = {key: value for key, value in entry.items() if key != "relative"}
     fields["schedule"] = spec_from_celery(entry["schedule"], app)
     fields["args"] = entry.get("args") or ()
-    return Definition.create(name=name, **fields)
+    definition = Definition.create(name=name, **fields)
+    # The app is known here: its workers' accept_content decides, as in Schedules.from_app.
+    check_accepted(definition.options, app.conf.accept_content)
+    return definition
 
 
 def default_entries(app: Celery) -> dict[str, dict[str, Any]]:

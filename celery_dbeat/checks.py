@@ -13,10 +13,10 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from .config import Settings
-from .errors import SchemaVersionError
+from .core.errors import SchemaVersionError
 from .store.database import check_schema, database_findings
 
-__all__ = ["Finding", "Level", "run_checks"]
+__all__ = ["Finding", "Level", "redis_findings", "redis_unavailable", "run_checks"]
 
 #: The only Redis eviction policy that never drops a key that has a TTL (every lock key has one).
 SAFE_EVICTION = "noeviction"
@@ -47,7 +47,76 @@ def _schema(engine: Engine) -> Finding:
         return Finding(Level.ERROR, "schema", str(exc))
 
 
-def _redis(client: Any) -> Finding:
+def redis_findings(settings: Settings, client: Any) -> list[Finding]:
+    """Whether Redis lets celery-dbeat in, and whether it may evict lock keys.
+
+    Redis refusing the credentials, or (an ACL user) a command, key or channel beats use, is an
+    error: a configuration mistake that waiting does not fix. A Redis that cannot be reached is
+    a warning: an outage, which beats ride out by claiming fires through the database.
+    """
+    from .redis_client import UNAVAILABLE, describe_client
+
+    where = describe_client(client)
+    try:
+        client.ping()
+    except UNAVAILABLE as exc:
+        return [redis_unavailable(where, exc)]
+    try:
+        _use_as_beats_do(client, settings.redis_key_prefix)
+    except UNAVAILABLE as exc:
+        finding = redis_unavailable(where, exc)
+        if finding.level is not Level.ERROR:
+            return [finding]
+        prefix = settings.redis_key_prefix
+        return [
+            Finding(
+                Level.ERROR,
+                "redis",
+                f"Redis at {where} refuses a command beats send, as this user ({exc}): give "
+                f"the ACL user the keys ~{prefix}* and the channel &{prefix}* with +set +eval "
+                "+publish +subscribe, or set dbeat_redis_key_prefix to a prefix it may use",
+            ),
+            _eviction(client),
+        ]
+    return [_eviction(client)]
+
+
+def redis_unavailable(where: str, exc: Exception) -> Finding:
+    """What a failed Redis command means at start-up: refused credentials stop beat; anything
+    else is an outage beats ride out."""
+    from .redis_client import is_refused
+
+    if is_refused(exc):
+        return Finding(
+            Level.ERROR,
+            "redis",
+            f"Redis at {where} refused the credentials ({exc}): fix the user and password in "
+            "dbeat_redis_url (or dbeat_redis_options)",
+        )
+    return Finding(
+        Level.WARNING,
+        "redis",
+        f"could not reach Redis at {where} ({exc}): until it is back, beats claim fires "
+        "through the database",
+    )
+
+
+def _use_as_beats_do(client: Any, prefix: str) -> None:
+    """Send each command beats and writers send, once: a claim and its release on a key under
+    the prefix (:mod:`.locks.redis`), a change notification (:mod:`.beat.notify`; it wakes the
+    running beats once, which costs them one early tick)."""
+    from .beat.notify import channel_name
+    from .locks.redis import RELEASE_SCRIPT
+
+    key, token = f"{prefix}check", "dbeat-check"
+    pipe = client.pipeline(transaction=False)
+    pipe.set(key, token, nx=True, px=1000)
+    pipe.execute_command("EVAL", RELEASE_SCRIPT, 1, key, token)
+    pipe.execute()
+    client.publish(channel_name(prefix), b"1")
+
+
+def _eviction(client: Any) -> Finding:
     # A cluster's nodes are configured one by one: read every primary (lock keys live there). A
     # Sentinel-managed client reads its current master.
     from .redis_client import is_cluster
@@ -94,5 +163,5 @@ def run_checks(settings: Settings, engine: Engine, redis_client: Any = None) -> 
         Finding(Level(level), "database", text) for level, text in database_findings(engine)
     ]
     if redis_client is not None:
-        findings.append(_redis(redis_client))
+        findings += redis_findings(settings, redis_client)
     return findings

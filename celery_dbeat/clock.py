@@ -120,7 +120,8 @@ class Outage:
     backoff that doubles from ``first`` to ``longest`` seconds (constant when they are equal).
 
     The caller logs the edges: :meth:`failed` says whether this failure began an outage,
-    :meth:`recovered` how long the outage lasted.
+    :meth:`recovered` how long the outage lasted, and :meth:`remind` when a long one is worth
+    a line again.
     """
 
     def __init__(
@@ -135,6 +136,7 @@ class Outage:
         self.down_since: float | None = None
         self.backoff = first
         self.retry_at = 0.0
+        self._reminded_at = 0.0
 
     @property
     def down(self) -> bool:
@@ -158,6 +160,17 @@ class Outage:
             self.backoff = min(self.backoff * 2, self.longest)
         self.retry_at = now + self.backoff
         return began
+
+    def remind(self, every: float) -> float | None:
+        """While down: how long, once every ``every`` seconds (the first time ``every`` after the
+        outage began); ``None`` otherwise. So a log line repeats at a bounded interval."""
+        if self.down_since is None:
+            return None
+        now = self._monotonic()
+        if now - max(self.down_since, self._reminded_at) < every:
+            return None
+        self._reminded_at = now
+        return now - self.down_since
 
     def recovered(self) -> float | None:
         """A try worked: up again. How long it was down, or None if it was not."""

@@ -1,27 +1,108 @@
 """Settings: every ``dbeat_*`` key, read once from ``app.conf`` and validated.
 
 Keys may also be given in Celery's namespaced upper-case form (``CELERY_DBEAT_DATABASE_URL`` when
-the app was configured with ``namespace="CELERY"``, as Django projects do).
+the app was configured with ``namespace="CELERY"``, as Django projects do). Every problem is
+reported at once: a misspelt key (with the key it most likely meant) and each bad value, in one
+:class:`SettingsErrors` when there are several.
+
+Without ``dbeat_database_url`` the schedules live in a SQLite file in this user's data directory
+(:func:`default_database_url`), named after the app: not in the working directory, where two beats
+started from two directories would each fire every schedule from a file of their own.
 """
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
+import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from .durations import parse_duration
-from .errors import ConfigurationError
-from .misfire import MisfirePolicy, MisfireRules
-from .urls import mask_url
-from .validation import MAX_CATCHUP_LIMIT
+import sqlalchemy as sa
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings", "mask_url"]
+from .core.durations import parse_duration
+from .core.errors import ConfigurationError, DBeatError
+from .core.misfire import MisfirePolicy, MisfireRules
+from .core.urls import mask_url
+from .core.validation import MAX_CATCHUP_LIMIT
 
-DEFAULT_DATABASE_URL = "sqlite:///celerybeat-dbeat.sqlite3"
+__all__ = [
+    "SETTING_KEYS",
+    "Settings",
+    "SettingsErrors",
+    "default_database_dir",
+    "default_database_url",
+    "mask_url",
+    "misspelt_keys",
+    "suggestion",
+]
+
+
+def default_database_dir() -> Path:
+    """The folder of the SQLite file used when ``dbeat_database_url`` is not set: ``celery-dbeat``
+    in this user's data directory (``$XDG_DATA_HOME``, else ``~/.local/share``; on Windows
+    ``%LOCALAPPDATA%``). It does not depend on the working directory, so every beat and command
+    this user starts on this host finds the same file."""
+    try:
+        if os.name == "nt":  # pragma: no cover - CI runs on Linux
+            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        else:
+            base = os.environ.get("XDG_DATA_HOME", "")
+            if not os.path.isabs(base):  # the XDG spec: a relative value is ignored
+                base = str(Path.home() / ".local" / "share")
+    except RuntimeError:  # no HOME and no password entry (a container run as a bare UID)
+        raise ConfigurationError(
+            "dbeat_database_url",
+            None,
+            "is not set, and this user has no home directory for the default SQLite file; "
+            "set dbeat_database_url (or HOME, or XDG_DATA_HOME)",
+        ) from None
+    return Path(base) / "celery-dbeat"
+
+
+def default_database_url(app_name: str | None = None) -> str:
+    """``sqlite:///<default_database_dir()>/<app_name>.sqlite3``: one file per Celery app, so two
+    projects of one user never share (and disable each other's ``beat_schedule``)."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", app_name or "").strip("._") or "celery"
+    return f"sqlite:///{default_database_dir() / stem}.sqlite3"
+
+
+def suggestion(written: str, known: Iterable[str], *, prefix: str = "") -> str:
+    """`` (did you mean X?)`` with the key of ``known`` closest to ``written``, or ``""``.
+
+    ``written`` starts with ``prefix`` (a namespace such as ``CELERY_``), which is kept but not
+    compared; the suggestion is spelt as ``written`` is (upper case for upper case)."""
+    choices = {choice.lower(): choice for choice in known}
+    bare = written[len(prefix) :].lower()
+    close = difflib.get_close_matches(bare, list(choices), n=1, cutoff=0.75)
+    if not close:
+        return ""
+    meant = prefix + choices[close[0]]
+    return f" (did you mean {meant.upper() if written.isupper() else meant}?)"
+
+
+class SettingsErrors(ConfigurationError):
+    """Several settings are invalid: each is in :attr:`errors`, and the message lists them all,
+    so that one run shows every fix to make. ``key`` lists their keys."""
+
+    def __init__(self, errors: Sequence[ConfigurationError]) -> None:
+        self.errors = list(errors)
+        self.key = ", ".join(error.key for error in self.errors)
+        self.value = [error.value for error in self.errors]
+        self.problem = "; ".join(str(error) for error in self.errors)
+        DBeatError.__init__(self, self.problem)
+
+
+def _raise_all(errors: Sequence[ConfigurationError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise SettingsErrors(errors)
 
 
 #: The misfire defaults are :class:`MisfireRules`' own, stated once there.
@@ -36,8 +117,9 @@ def _default_instance() -> str:
 class Settings:
     """Everything celery-dbeat reads from configuration. Durations are ``timedelta``."""
 
-    #: SQLAlchemy URL of the schedule database.
-    database_url: str = DEFAULT_DATABASE_URL
+    #: SQLAlchemy URL of the schedule database (by default a SQLite file: see
+    #: :func:`default_database_url`).
+    database_url: str = field(default_factory=default_database_url)
     #: Extra keyword arguments for ``sqlalchemy.create_engine``.
     engine_options: Mapping[str, Any] = field(default_factory=dict)
     #: Redis URL for per-fire locks; ``None`` claims fires by the database alone.
@@ -53,6 +135,9 @@ class Settings:
     #: older ones are missed. (While any beat runs, lateness is never a miss: see misfire.py.)
     misfire_tolerance: timedelta = _RULES.tolerance
     catchup_limit: int = _RULES.catchup_limit
+    #: Most queued fires (catch-up of policy ``all``, backfill) one beat publishes a second;
+    #: ``None``: as many as on-time fires leave room for.
+    catchup_rate: float | None = None
     #: Life of a per-fire lock, and how long a recorded fire is left to the beat that recorded it;
     #: a beat not seen for this long is taken for dead.
     lock_ttl: timedelta = timedelta(seconds=30)
@@ -71,6 +156,9 @@ class Settings:
     max_run_time: timedelta = timedelta(hours=1)
     #: Fire history older than this is pruned by beat, in bounded batches; 0 keeps it forever.
     history_retention: timedelta | None = timedelta(days=30)
+    #: Audit entries (who edited what) older than this are pruned by beat, in bounded batches;
+    #: 0 keeps them forever.
+    audit_retention: timedelta | None = timedelta(days=90)
     #: Serve Prometheus metrics on this port (needs ``celery-dbeat[metrics]``); ``None``: off.
     metrics_port: int | None = None
     #: Address the metrics server listens on (this host only, unless set to e.g. ``0.0.0.0``).
@@ -82,37 +170,40 @@ class Settings:
 
     @classmethod
     def from_app(cls, app: Any) -> Settings:
+        """The app's settings; every misspelt key and bad value is reported at once."""
         # Celery's settings object resolves ``dbeat_x`` to ``CELERY_DBEAT_X`` by itself when the
         # app was configured with a namespace.
-        known = {f"dbeat_{f.name}" for f in fields(cls)}
-        namespace = f"{app.namespace}_".lower() if getattr(app, "namespace", None) else ""
-        for key in list(app.conf.keys()):
-            name = str(key).lower()
-            if namespace and name.startswith(namespace):
-                name = name[len(namespace) :]
-            if name.startswith("dbeat_") and name not in known:
-                raise ConfigurationError(
-                    key, app.conf.get(key), "unknown setting (misspelt?)", hidden=True
-                )
+        misspelt = misspelt_keys(app.conf.keys(), getattr(app, "namespace", None))
         values = {
             f.name: app.conf.get(f"dbeat_{f.name}")
             for f in fields(cls)
             if app.conf.get(f"dbeat_{f.name}") is not None
         }
-        return cls.from_mapping(values)
+        if "database_url" not in values:
+            values["database_url"] = default_database_url(getattr(app, "main", None))
+        return cls.from_mapping(values, errors=misspelt)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
-        """Build from ``{field: value}`` (keys without the ``dbeat_`` prefix), validating each."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigurationError(
-                f"dbeat_{unknown[0]}", values[unknown[0]], "unknown setting", hidden=True
-            )
+    def from_mapping(
+        cls, values: Mapping[str, Any], *, errors: Sequence[ConfigurationError] = ()
+    ) -> Settings:
+        """Build from ``{field: value}`` (keys without the ``dbeat_`` prefix), validating each.
+        Raises one :class:`ConfigurationError` naming every problem, ``errors`` (found by the
+        caller) included."""
+        found = list(errors)
+        known = [f.name for f in fields(cls)]
+        for name in sorted(set(values) - set(known)):
+            key = f"dbeat_{name}"
+            problem = "unknown setting" + suggestion(key, SETTING_KEYS)
+            found.append(ConfigurationError(key, values[name], problem, hidden=True))
         clean: dict[str, Any] = {}
         for name, value in values.items():
-            clean[name] = _validate(name, value)
+            if name in known:
+                try:
+                    clean[name] = _validate(name, value)
+                except ConfigurationError as exc:
+                    found.append(exc)
+        _raise_all(found)
         settings = cls(**clean)
         if settings.lock_ttl <= settings.max_interval:
             raise ConfigurationError(
@@ -124,8 +215,9 @@ class Settings:
         return settings
 
     def warnings(self) -> list[str]:
-        """Combinations that work but weaken a promise; beat logs them at start-up."""
-        found = []
+        """Combinations that work but weaken a promise; beat logs them at start-up, its banner
+        and ``celery dbeat check`` show them."""
+        found = self._database_warnings()
         if self.misfire_grace is not None and self.misfire_grace < self.misfire_tolerance:
             found.append(
                 f"dbeat_misfire_grace ({self.misfire_grace.total_seconds():g} s) is shorter than "
@@ -145,11 +237,73 @@ class Settings:
                     )
         return found
 
+    def _database_warnings(self) -> list[str]:
+        # Beats that each use a SQLite file of their own cannot see each other at all (not even
+        # their heartbeats): each sends every fire. Only the path can tell.
+        file = _sqlite_file(self.database_url)
+        if file is None:
+            return []
+        if not file:
+            return [
+                "dbeat_database_url is an in-memory SQLite database, private to this process: "
+                "another beat would send every fire again, and `celery dbeat` commands see "
+                "nothing; give a file or a database server"
+            ]
+        path = Path(file)
+        if path.parent == default_database_dir():
+            return [
+                f"dbeat_database_url is not set: the schedules are in the SQLite file {path}, "
+                "which only this user's beats on this host share; a beat on another host, or "
+                "of another user or container, would use a file of its own and send every fire "
+                "again; set dbeat_database_url to the database every beat uses"
+            ]
+        if not path.is_absolute():
+            return [
+                f"dbeat_database_url names a SQLite file relative to the working directory "
+                f"({path.absolute()} here): a beat started in another directory would use a "
+                f"file of its own and send every fire again; give an absolute path "
+                f"(sqlite:///{path.absolute()})"
+            ]
+        return []
+
     @property
     def misfire_rules(self) -> MisfireRules:
         return MisfireRules(
             self.misfire_policy, self.misfire_tolerance, self.misfire_grace, self.catchup_limit
         )
+
+
+#: Every key celery-dbeat reads from ``app.conf``.
+SETTING_KEYS = tuple(f"dbeat_{f.name}" for f in fields(Settings))
+
+
+def misspelt_keys(keys: Iterable[object], namespace: str | None = None) -> list[ConfigurationError]:
+    """An error for each of ``keys`` that looks like a celery-dbeat setting (``dbeat_*``, or
+    ``<NAMESPACE>_DBEAT_*``) but is none, naming the key it most likely meant. The value is left
+    out of the message: a misspelt key may hold a secret."""
+    found = []
+    for written in sorted(str(key) for key in keys):
+        prefix = ""
+        if namespace and written.lower().startswith(f"{namespace}_".lower()):
+            prefix = written[: len(namespace) + 1]
+        name = written[len(prefix) :].lower()
+        if name.startswith("dbeat_") and name not in SETTING_KEYS:
+            meant = suggestion(written, SETTING_KEYS, prefix=prefix) or " (misspelt?)"
+            found.append(ConfigurationError(written, None, f"unknown setting{meant}", hidden=True))
+    return found
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of a SQLite URL as written (``""`` in memory); ``None`` for other databases."""
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError):  # ValueError: a port that is not a number
+        return None  # refused with its reason when the engine is made
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database or ""
+    in_memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
+    return "" if in_memory else database
 
 
 def _duration(key: str, value: object, *, allow_zero: bool = False) -> timedelta:
@@ -185,7 +339,7 @@ def _validate(name: str, value: Any) -> Any:
             raise ConfigurationError(key, value, f"must be one of {choices}") from None
     if name == "misfire_grace":
         return None if value is None else _duration(key, value)
-    if name == "history_retention":
+    if name in ("history_retention", "audit_retention"):
         # 0 (or None) keeps history forever.
         kept = None if value is None else _duration(key, value, allow_zero=True)
         return kept or None
@@ -210,6 +364,19 @@ def _validate(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigurationError(key, value, "must be a whole number >= 1")
         return value
+    if name == "catchup_rate":
+        if value is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value <= 0
+        ):
+            raise ConfigurationError(
+                key, value, "must be a number of fires a second > 0, or None for no cap"
+            )
+        return float(value)
     if name == "catchup_limit":
         if (
             isinstance(value, bool)

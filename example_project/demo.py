@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 from proj.celery import QUEUE, VAR, app  # noqa: E402
 
-from celery_dbeat.store.models import Fire, Schedule  # noqa: E402
+from celery_dbeat.store.models import Beat, Fire, Schedule  # noqa: E402
 
 RECEIVED = VAR / "received.jsonl"
 SHOW = ("dbeat: ", "ran ", "ERROR", "Traceback", "beat: Starting", "ready.")
@@ -88,6 +88,28 @@ def has_sent(engine: sa.Engine, beat: str) -> bool:
         return bool(
             conn.execute(sa.select(Fire.id).where(Fire.beat == beat, Fire.status == "sent")).first()
         )
+
+
+def wait_ticking(
+    engine: sa.Engine, beats: dict[str, subprocess.Popen[str]], timeout: float = 120.0
+) -> bool:
+    """Wait until every beat has ticked (its heartbeat row); False if one exited first. The run's
+    seconds count from then: on a busy host, starting takes seconds of its own."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in beats.values()):
+            print("a beat exited while starting; see its output above", file=sys.stderr)
+            return False
+        try:
+            with engine.connect() as conn:
+                ticked = set(conn.execute(sa.select(Beat.name)).scalars())
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError):  # not migrated yet
+            ticked = set()
+        if set(beats) <= ticked:
+            return True
+        time.sleep(0.2)
+    print(f"the beats did not start within {timeout:g} s", file=sys.stderr)
+    return False
 
 
 def between_fires(engine: sa.Engine, margin: float = 1.5) -> bool:
@@ -153,13 +175,13 @@ def main() -> int:
     )
     beats = {f"beat-{n}": start_beat(f"beat-{n}") for n in range(1, options.beats + 1)}
     engine = sa.create_engine(app.conf.dbeat_database_url, poolclass=sa.NullPool)
+    exited_early = not wait_ticking(engine, beats)
     begin = time.monotonic()
     kill_from = begin + options.seconds / 3 if options.kill_one else None
     restart_at: float | None = None
-    exited_early = False
     try:
         deadline = begin + options.seconds
-        while time.monotonic() < deadline:
+        while not exited_early and time.monotonic() < deadline:
             if any(p.poll() is not None for p in [worker, *beats.values()]):
                 print("a process exited early; see its output above", file=sys.stderr)
                 exited_early = True

@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from celery_dbeat.validation import MAX_CATCHUP_LIMIT, MAX_DELAY_SECONDS, MAX_JSON_BYTES
+from celery_dbeat.core.validation import (
+    MAX_CATCHUP_LIMIT,
+    MAX_DELAY_SECONDS,
+    MAX_JSON_BYTES,
+    MAX_TIME_LIMIT_SECONDS,
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,12 @@ BAD_INPUTS = [
         "a header Celery or celery-dbeat sets itself",
     ),
     BadInput(
+        "options-header-overrides-celery-in-another-case",
+        {"options": '{"headers": {"TASK": "proj.tasks.other"}}'},
+        "options.headers",
+        "a header Celery or celery-dbeat sets itself",
+    ),
+    BadInput(
         "options-header-is-dbeat",
         {"options": '{"headers": {"DBeat_Slot": "x"}}'},
         "options.headers",
@@ -70,6 +81,12 @@ BAD_INPUTS = [
         {"options": '{"serializer": "xml"}'},
         "options.serializer",
         "not a serializer kombu can encode with",
+    ),
+    BadInput(
+        "options-serializer-the-workers-refuse",
+        {"options": '{"serializer": "pickle"}'},
+        "options.serializer",
+        "accept_content ['json'], so workers would refuse its messages",
     ),
     BadInput(
         "options-unknown-compression",
@@ -89,6 +106,39 @@ BAD_INPUTS = [
         "options.expires",
         "at most 2,678,400 seconds",
     ),
+    *(
+        BadInput(
+            f"options-empty-{key.replace('_', '-')}",
+            {"options": f'{{"{key}": ""}}'},
+            f"options.{key}",
+            "must not be empty",
+        )
+        for key in ("queue", "exchange", "routing_key")
+    ),
+    BadInput(
+        "options-time-limit-absurd",
+        {"options": '{"time_limit": 1e308}'},
+        "options.time_limit",
+        f"at most {MAX_TIME_LIMIT_SECONDS:,}",
+    ),
+    BadInput(
+        "options-soft-time-limit-zero",
+        {"options": '{"soft_time_limit": 0}'},
+        "options.soft_time_limit",
+        "above 0",
+    ),
+    BadInput(
+        "options-soft-time-limit-not-below-the-hard-one",
+        {"options": '{"time_limit": 60, "soft_time_limit": 60}'},
+        "options.soft_time_limit",
+        "must be below time_limit (60 s)",
+    ),
+    BadInput(
+        "name-with-a-control-character",
+        {"name": "bad\x1b[31minput"},
+        "name",
+        "control character U+001B",
+    ),
     BadInput(
         "catchup-limit-too-large",
         {"catchup_limit": str(MAX_CATCHUP_LIMIT + 1)},
@@ -107,6 +157,13 @@ BAD_INPUTS = [
     BadInput("bad-dst-gap", {"dst_gap": "later"}, "dst_gap", "one of"),
     BadInput("bad-overlap-policy", {"overlap_policy": "sometimes"}, "overlap_policy", "one of"),
     BadInput("max-run-time-negative", {"max_run_time": "-5"}, "max_run_time", "positive"),
+    BadInput(
+        "pause-after-no-failure",
+        {"pause_after_failures": "0"},
+        "pause_after_failures",
+        "from 1 to 1000",
+    ),
+    BadInput("history-limit-not-whole", {"history_limit": "ten"}, "history_limit", "whole"),
     BadInput(
         "max-run-time-not-a-duration", {"max_run_time": "soon"}, "max_run_time", "expected seconds"
     ),

@@ -19,6 +19,11 @@ from celery_dbeat.store import Store, migrate
 from tests.chaos import summary as chaos_summary
 from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
 
+#: Celery's own pytest plugin: ``celery_app`` and ``celery_worker`` (a worker in a thread of the
+#: test process, on the in-memory broker) for tests that need a worker but not real processes.
+#: pytest-celery 1.x starts its workers and brokers in Docker containers, which CI lacks.
+pytest_plugins = ("celery.contrib.pytest",)
+
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     chaos_summary.gather(report)
@@ -28,15 +33,17 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     chaos_summary.print_table(terminalreporter)
 
 
-#: The xdist groups of the real-process tests: the chaos scenarios in one, every other test that
-#: starts celery processes in the other (tests/e2e/). Under ``--dist loadgroup`` each group runs
-#: one test after another on one worker, so at most two sets of celery processes run at once,
-#: beside the in-process tests on the remaining workers (run-tests.sh starts three).
+#: The xdist groups of the real-process tests: the chaos scenarios and the load tests (marked
+#: ``load``) in one, every other test that starts celery processes in the other (tests/e2e/).
+#: Under ``--dist loadgroup`` each group runs one test after another on one worker, so at most
+#: two sets of celery processes run at once, beside the in-process tests on the remaining
+#: workers (run-tests.sh starts three).
 PROCESS_GROUPS = ("processes", "chaos")
 
 
 def _process_group(item: pytest.Item) -> str:
-    return "chaos" if item.path.is_relative_to(Path(__file__).parent / "chaos") else "processes"
+    chaos = item.path.is_relative_to(Path(__file__).parent / "chaos")
+    return "chaos" if chaos or item.get_closest_marker("load") is not None else "processes"
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import redis
 import sqlalchemy as sa
 
 POSTGRES_URL = os.environ.get(
@@ -151,3 +152,66 @@ class FakeTime:
         staged.write_text(f"{offset}\n")
         staged.chmod(0o644)  # a server may run as another user (PostgreSQL as postgres)
         staged.replace(self.spec)  # atomic: a process never reads a half-written file
+
+
+# Throwaway accounts on the shared servers, for tests of refused credentials --------------------
+
+
+@contextmanager
+def pg_role(*rules: str) -> Iterator[str]:
+    """A role of the shared server (``CREATE ROLE name <rules>``), dropped afterwards."""
+    name = unique_name()
+    admin = sa.create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE ROLE {name} {' '.join(rules)}"))
+    except sa.exc.OperationalError as exc:
+        unavailable("postgresql", POSTGRES_URL, exc)
+    try:
+        yield name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP OWNED BY {name}"))
+            conn.execute(sa.text(f"DROP ROLE {name}"))
+        admin.dispose()
+
+
+@contextmanager
+def mysql_user(password: str, *grants: str) -> Iterator[str]:
+    """A user of the shared server with ``password`` and ``grants``, dropped afterwards."""
+    name = unique_name()[:32]
+    admin = sa.create_engine(MYSQL_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'"))
+            for grant in grants:
+                conn.execute(sa.text(f"GRANT {grant} TO '{name}'@'%'"))
+    except sa.exc.OperationalError as exc:
+        unavailable("mysql", MYSQL_URL, exc)
+    try:
+        yield name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP USER '{name}'@'%'"))
+        admin.dispose()
+
+
+@contextmanager
+def redis_acl_user(redis_url: str, prefix: str) -> Iterator[str]:
+    """An ACL user of the shared Redis (password ``right``) limited to ``prefix``'s keys and
+    channels; deleted afterwards. Yields its name."""
+    name = unique_name()
+    admin = redis.Redis.from_url(redis_url)
+    admin.acl_setuser(
+        name,
+        enabled=True,
+        passwords=["+right"],
+        keys=[f"{prefix}*"],
+        channels=[f"{prefix}*"],
+        commands=["+@all"],
+    )
+    try:
+        yield name
+    finally:
+        admin.acl_deluser(name)
+        admin.close()

@@ -2,11 +2,12 @@
 
 Registered under Celery's ``celery.commands`` entry point. Every command is a thin call of the
 management API (:mod:`celery_dbeat.api`); values typed on the command line are parsed by
-:func:`celery_dbeat.definitions.definition_from_form`, like every other surface.
+:func:`celery_dbeat.core.definitions.definition_from_form`, like every other surface.
 
 Exit codes: 0 success; 1 a bad value, a name conflict, a bad file or setting; 2 a malformed
 command line; 3 no schedule has that name; 4 the database cannot be reached or its schema is
-missing or unknown. Failures print one line on stderr, never a traceback.
+missing or unknown; 5 another writer changed the schedule at the same time (nothing was stored:
+run the command again). Failures print one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 import click
 
 from ._common import DBeatGroup
+from .backfill import backfill
+from .calendars import calendar
 from .database import check, migrate, status, sync
+from .log import log
 from .schedules import add, history, list_, pause, preview, remove, resume, show, trigger, update
 from .transfer import export, import_
 
@@ -28,8 +32,9 @@ def dbeat() -> None:
     \b
     Times are UTC ISO-8601 (2024-03-09T07:30:00Z); give instants with an offset and durations
     as 30s, 5m or 1h30m. Read commands take --json for scripts.
-    Exit codes: 1 bad input or conflict, 2 bad command line, 3 unknown schedule,
-    4 database unreachable or schema not installed.
+    Exit codes: 1 bad input or name conflict, 2 bad command line, 3 unknown schedule,
+    4 database unreachable or schema not installed, 5 changed by another writer at the same
+    time (run it again).
     """
 
 
@@ -40,9 +45,12 @@ for command in (
     pause,
     resume,
     trigger,
+    backfill,
+    calendar,
     list_,
     show,
     history,
+    log,
     preview,
     sync,
     export,

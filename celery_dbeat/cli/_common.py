@@ -17,18 +17,24 @@ import sqlalchemy as sa
 
 from ..api import Schedules
 from ..config import Settings, mask_url
-from ..errors import (
+from ..core.audit import Actor, Surface
+from ..core.errors import (
+    CalendarNotFound,
     ConfigurationError,
     DBeatError,
+    ScheduleChanged,
     ScheduleExists,
     ScheduleNotFound,
     SchemaVersionError,
     ValidationError,
 )
-from ..formats import iso, seconds_text
-from ..store.database import check_schema
+from ..core.formats import iso, parse_instant, seconds_text
+from ..importers.base import SourceUnavailable
+from ..store.audit import os_user
+from ..store.database import check_schema, driver_message, is_auth_failure
 
 __all__ = [
+    "EXIT_CHANGED",
     "EXIT_DATABASE",
     "EXIT_INPUT",
     "EXIT_NOT_FOUND",
@@ -38,8 +44,10 @@ __all__ = [
     "DatabaseProblem",
     "NotFound",
     "Runtime",
+    "actor_option",
     "echo_json",
     "echo_table",
+    "instant",
     "iso",
     "progress",
     "runtime",
@@ -50,6 +58,7 @@ __all__ = [
 EXIT_INPUT = 1  # a bad value, a name conflict, a bad file or setting
 EXIT_NOT_FOUND = 3  # no schedule has that name
 EXIT_DATABASE = 4  # the database cannot be reached, or its schema is missing or unknown
+EXIT_CHANGED = 5  # another writer changed the schedule meanwhile; running it again may succeed
 
 T = TypeVar("T")
 UTC = timezone.utc
@@ -76,35 +85,44 @@ class DatabaseProblem(CommandError):
     exit_code = EXIT_DATABASE
 
 
+class Changed(CommandError):
+    exit_code = EXIT_CHANGED
+
+
 def translate(exc: Exception, database: str | None = None) -> CommandError | None:
     """The one-line error for an expected failure; ``None`` for a bug (left to propagate)."""
     if isinstance(exc, ValidationError):
         option = OPTION_OF_FIELD.get(exc.field)
         return CommandError(f"{exc} ({option})" if option else str(exc))
-    if isinstance(exc, ScheduleNotFound):
+    if isinstance(exc, (ScheduleNotFound, CalendarNotFound)):
         return NotFound(str(exc))
     if isinstance(exc, ScheduleExists):
         return CommandError(f"{exc}; use `dbeat update` to change it")
+    if isinstance(exc, ScheduleChanged):
+        return Changed(str(exc))
     if isinstance(exc, SchemaVersionError):
         return DatabaseProblem(f"schedule database {database}: {exc}")
+    if isinstance(exc, SourceUnavailable):
+        return DatabaseProblem(str(exc))
     if isinstance(exc, (ConfigurationError, DBeatError)):
         return CommandError(str(exc))
+    if isinstance(exc, sa.exc.DBAPIError) and is_auth_failure(exc):
+        return DatabaseProblem(
+            f"the schedule database {database} refused celery-dbeat's login or rights: "
+            f"{driver_message(exc)}; fix the user and password in dbeat_database_url, or the "
+            "user's grants"
+        )
     if isinstance(exc, sa.exc.OperationalError):
-        return DatabaseProblem(f"cannot reach the schedule database {database}: {_reason(exc)}")
+        return DatabaseProblem(
+            f"cannot reach the schedule database {database}: {driver_message(exc)}"
+        )
     if isinstance(exc, sa.exc.DBAPIError):
         return DatabaseProblem(
-            f"the schedule database {database} refused the operation: {_reason(exc)}"
+            f"the schedule database {database} refused the operation: {driver_message(exc)}"
         )
     if isinstance(exc, sa.exc.ArgumentError):
         return CommandError(f"dbeat_database_url={database!r}: {exc}")
     return None
-
-
-def _reason(exc: sa.exc.DBAPIError) -> str:
-    """The driver's own message, first line only (no SQL, no parameters)."""
-    text = str(exc.orig) if exc.orig is not None else str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else type(exc.orig).__name__
 
 
 class DBeatCommand(click.Command):
@@ -155,25 +173,45 @@ class Runtime:
         return mask_url(self.settings.database_url)
 
     @contextmanager
-    def schedules(self, *, check: bool = True) -> Iterator[Schedules]:
-        """The management API on the app's database (its writes wake the app's beats); with
-        ``check``, refuse a schema that is missing or unknown (one line, not "no such table")."""
-        url = self.masked_url  # reads the settings first: a bad one fails naming its key
+    def schedules(
+        self, *, check: bool = True, surface: Surface = Surface.CLI
+    ) -> Iterator[Schedules]:
+        """The management API on the app's database (its writes wake the app's beats, and are
+        audited as ``--actor`` or the OS user, through ``surface``); with ``check``, refuse a
+        schema that is missing or unknown (one line, not "no such table")."""
+        _ = self.settings  # first: a bad setting fails naming its key; errors name the URL
+        name = click.get_current_context().meta.get(_ACTOR) or os_user()
+        actor = Actor(name, surface.value)  # a bad --actor: one line, before any connection
         try:
             schedules = Schedules.from_app(self.app)
-        except ModuleNotFoundError as exc:
-            raise CommandError(
-                f"the database driver for {url} is not installed ({exc}); install "
-                "the matching extra: celery-dbeat[postgres] or celery-dbeat[mysql]"
-            ) from None
         except ImportError as exc:  # redis, for dbeat_redis_url: the message names the extra
             raise CommandError(str(exc)) from None
+        schedules.actor = actor
         try:
             if check:
                 check_schema(schedules.store.engine)
             yield schedules
         finally:
             schedules.close()
+
+
+_ACTOR = "celery_dbeat.cli.actor"
+
+
+def _remember_actor(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[_ACTOR] = value
+
+
+#: ``--actor NAME`` on the commands that write: who the audit trail records (default: the OS
+#: user).
+actor_option = click.option(
+    "--actor",
+    metavar="NAME",
+    expose_value=False,
+    callback=_remember_actor,
+    help="Who the audit trail records as making this change (default: the OS user).",
+)
 
 
 def runtime() -> Runtime:
@@ -256,3 +294,14 @@ def progress(items: Sequence[T], label: str, each: Callable[[T], None]) -> None:
     with click.progressbar(items, label=label, file=sys.stderr) as bar:
         for item in bar:
             each(item)
+
+
+def instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """A click callback: an ISO-8601 instant with an offset (``Z`` allowed), as an aware
+    datetime."""
+    if value is None:
+        return None
+    try:
+        return parse_instant(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None

@@ -13,14 +13,14 @@ from typing import Any, TypeVar
 import click
 
 from ..api import ScheduleInfo
-from ..definitions import (
+from ..core.definitions import (
     CREATE_ARGUMENTS,
     FORM_FIELDS,
     SPEC_COLUMNS,
     Definition,
     definition_from_form,
 )
-from ..specs import Spec, spec_from_fields
+from ..core.specs import Spec, spec_from_fields
 from ._common import iso
 
 __all__ = [
@@ -84,6 +84,17 @@ _FIELD_OPTIONS = [
         "DURATION",
         "An unfinished run older than this counts as lost and no longer holds the overlap "
         "policy back (default dbeat_max_run_time).",
+    ),
+    (
+        "--pause-after-failures",
+        "N",
+        "Pause after N consecutive failed runs (needs the worker hook).",
+    ),
+    ("--history-limit", "N", "Keep at most N fires in the history (besides its age bound)."),
+    (
+        "--calendar",
+        "NAME",
+        "Skip the dates of this exclusion calendar (dbeat calendar list); '' for none.",
     ),
 ]
 #: Python names of options whose flag would shadow a builtin or clash.
@@ -169,12 +180,18 @@ def schedule_json(info: ScheduleInfo) -> dict[str, Any]:
     instants = ("run_at", "start_at", "end_at")
     data = {key: iso(v) if key in instants else v for key, v in form_of(info).items()}
     data.update(
+        uid=info.uid,
         state=info.state,
         origin=info.origin,
         next_run_at=iso(info.next_run_at),
         last_slot=iso(info.last_slot),
         run_count=info.run_count,
+        consecutive_failures=info.consecutive_failures,
         last_error=info.last_error,
+        pause_note=info.pause_note,
+        paused_at=iso(info.paused_at),
+        pause_source=info.pause_source,
+        pruned_until=iso(info.pruned_until),
         finished_at=iso(info.finished_at),
         created_at=iso(info.created_at),
         updated_at=iso(info.updated_at),

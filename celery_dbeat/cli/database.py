@@ -11,10 +11,12 @@ import click
 
 from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
-from ..checks import Finding, Level, run_checks
+from ..checks import Level, redis_unavailable, run_checks
+from ..config import mask_url
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
 from ..store.sync import sync_config
+from ..task_names import unknown_tasks
 from ._common import (
     CommandError,
     DBeatCommand,
@@ -26,6 +28,7 @@ from ._common import (
     runtime,
     seconds_text,
 )
+from ._warnings import warn_unknown_tasks
 
 __all__ = ["check", "migrate", "status", "sync"]
 
@@ -76,7 +79,8 @@ def sync(dry_run: bool, as_json: bool) -> None:
         if schedules.notifier is not None and changed and not dry_run:
             schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
-        echo_json({**asdict(report), "dry_run": dry_run})
+        unknown = unknown_tasks(state.app, definitions)
+        echo_json({**asdict(report), "dry_run": dry_run, "unknown_tasks": unknown})
         return
     counts = ", ".join(
         f"{key} {len(getattr(report, key))}"
@@ -95,6 +99,7 @@ def sync(dry_run: bool, as_json: bool) -> None:
             + ", ".join(report.conflicts),
             err=True,
         )
+    warn_unknown_tasks(state.app, definitions)
 
 
 @click.command(cls=DBeatCommand)
@@ -106,7 +111,7 @@ def status(next_count: int, as_json: bool) -> None:
     ones: whose last run failed, or that have not succeeded within two periods.
 
     A beat is live when its heartbeat is at most 3 x dbeat_max_interval old. Run health needs
-    the worker hook (celery_dbeat.worker); without it only fires never published are listed.
+    the worker hook (celery_dbeat.beat.worker); without it only fires never published are listed.
     """
     state = runtime()
     with state.schedules() as schedules:
@@ -114,8 +119,10 @@ def status(next_count: int, as_json: bool) -> None:
         now = schedules.clock.now()
         beats = schedules.beats()
         states = schedules.counts()
+        paused_by = schedules.paused_counts()
         backlog_count = schedules.count_due(now=now)
         backlog = schedules.due(now=now, limit=10)
+        queued, oldest_queued = schedules.queued()
         upcoming = schedules.upcoming(next_count, now=now)
         failing = schedules.failing()
         unhealthy = schedules.unhealthy(now=now)
@@ -133,6 +140,9 @@ def status(next_count: int, as_json: bool) -> None:
         for b in beats
     ]
 
+    oldest_due = backlog[0].next_run_at if backlog else None
+    behind = None if oldest_due is None else round((now - oldest_due).total_seconds(), 3)
+
     def brief(info: ScheduleInfo) -> dict[str, Any]:
         return {"name": info.name, "task": info.task, "next_run_at": iso(info.next_run_at)}
 
@@ -143,11 +153,16 @@ def status(next_count: int, as_json: bool) -> None:
         "live_beats": sum(1 for b in beat_rows if b["live"]),
         "beats": beat_rows,
         "schedules": {"total": sum(states.values()), **states},
+        # What paused the paused schedules: person, config, failures (pause_after_failures).
+        "paused_by": paused_by,
         "backlog": {
             "count": backlog_count,
             "oldest_next_run_at": iso(backlog[0].next_run_at) if backlog else None,
+            # How late the oldest on-time fire still due is: beats behind, or none running.
+            "behind_seconds": behind,
             "schedules": [brief(info) for info in backlog],
         },
+        "queued": {"count": queued, "oldest_slot": iso(oldest_queued)},
         "next_fires": [brief(info) for info in upcoming],
         "errors": [{"name": i.name, "task": i.task, "last_error": i.last_error} for i in failing],
         "unhealthy": [
@@ -190,14 +205,24 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
             for b, row in zip(beats, data["beats"], strict=True)
         ),
     )  # fmt: skip
+    failures = data["paused_by"]["failures"]
+    after = f" ({failures} after failed runs)" if failures else ""
     click.echo(
-        f"schedules  {counts['total']}: {counts['active']} active, {counts['paused']} paused, "
-        f"{counts['finished']} finished, {counts['error']} in error"
+        f"schedules  {counts['total']}: {counts['active']} active, {counts['paused']} paused"
+        f"{after}, {counts['finished']} finished, {counts['error']} in error"
     )
     oldest = backlog["oldest_next_run_at"]
+    behind = backlog["behind_seconds"]
     click.echo(
-        f"backlog    {backlog['count']} due" + (f", oldest since {oldest}" if oldest else "")
+        f"backlog    {backlog['count']} due"
+        + (f", oldest since {oldest} ({seconds_text(round(behind, 1))} behind)" if oldest else "")
     )
+    queued = data["queued"]
+    if queued["count"]:
+        click.echo(
+            f"queued     {queued['count']} catch-up fire(s), oldest slot {queued['oldest_slot']}:"
+            " sent with the capacity on-time fires leave"
+        )
     rows = [[f"  {s['next_run_at']}", s["name"], s["task"]] for s in data["next_fires"]]
     if rows:
         click.echo("next fires")
@@ -243,7 +268,9 @@ def _shorten(text: str, limit: int = 100) -> str:
 def check(as_json: bool) -> None:
     """Check settings, schema, database and Redis for what would weaken a promise.
 
-    Prints every finding; exits 1 if one is an error (warnings do not fail).
+    Prints every finding; exits 1 if one is an error (warnings do not fail): an unknown schema,
+    a Redis that refuses the credentials or the commands beats send. An unreachable Redis is a
+    warning, as it is for beats (they claim through the database until it is back).
     """
     state = runtime()
     settings = state.settings
@@ -261,7 +288,7 @@ def check(as_json: bool) -> None:
                 socket_connect_timeout=2,
             )
         except UNAVAILABLE as exc:  # a cluster client reads the slot map when it is built
-            unreachable.append(Finding(Level.WARNING, "redis", f"could not reach Redis: {exc}"))
+            unreachable.append(redis_unavailable(mask_url(settings.redis_url), exc))
     try:
         with state.schedules(check=False) as schedules:
             findings = run_checks(settings, schedules.store.engine, redis_client) + unreachable

@@ -3,18 +3,30 @@ preview. Each is a thin call of :class:`celery_dbeat.api.Schedules`."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import click
 
-from ..api import FireInfo, ScheduleInfo, preview_spec
+from ..api import FireInfo, PreviewSlot, ScheduleInfo, preview_spec
 from ..clock import SystemClock
-from ..definitions import definition_from_form
-from ..specs import Cron, Spec
+from ..core.definitions import definition_from_form
+from ..core.specs import DAYS_ALL, Cron, Spec
 from ..store.schedules import CONFIG_ORIGIN
-from ._common import CommandError, DBeatCommand, echo_json, echo_table, iso, runtime, seconds_text
+from ._common import (
+    CommandError,
+    DBeatCommand,
+    actor_option,
+    echo_json,
+    echo_table,
+    instant,
+    iso,
+    runtime,
+    seconds_text,
+)
 from ._forms import (
     KIND_OF_OPTION,
     build,
@@ -26,6 +38,8 @@ from ._forms import (
     spec_options,
     spec_text,
 )
+from ._warnings import warn_unknown_tasks
+from .load import show_load
 
 __all__ = [
     "add",
@@ -67,28 +81,25 @@ def _refuse_config(info: ScheduleInfo, force: bool, done: str, until: str) -> No
 
 def _summary(verb: str, info: ScheduleInfo) -> str:
     when = f", next run {iso(info.next_run)}" if info.next_run is not None else ""
-    return f"{verb} {info.name!r}: {spec_text(info)}; {info.state}{when}"
+    note = f" ({info.pause_note})" if info.pause_note and not info.enabled else ""
+    return f"{verb} {info.name!r}: {spec_text(info)}; {info.state}{note}{when}"
 
 
-def _instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    """An ISO-8601 instant with an offset (``Z`` allowed), as an aware datetime."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is not an ISO-8601 instant such as 2024-03-09T00:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        raise click.BadParameter(f"{value!r} needs a time zone offset, e.g. +00:00 or Z")
-    return parsed
+def _state_text(info: ScheduleInfo) -> str:
+    """The state, with a paused schedule's note (``paused: alice, INC-42``) or an active one's
+    failed runs in a row (``active, 2 failed runs in a row``)."""
+    if info.pause_note:
+        return f"{info.state}: {_short(info.pause_note, 60)}"
+    if info.state == "active" and info.consecutive_failures:
+        return f"active, {info.consecutive_failures} failed runs in a row"
+    return info.state
 
 
 # Writes ----------------------------------------------------------------------------------------
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
 @click.argument("task")
 @spec_options
@@ -100,18 +111,23 @@ def add(
     """Create schedule NAME that sends TASK.
 
     Give exactly one of --cron, --every or --at. Durations: 30s, 5m, 1h30m; instants: ISO-8601
-    with an offset (2025-01-31T09:00:00+01:00 or ...Z); JSON options as JSON text.
+    with an offset (2025-01-31T09:00:00+01:00 or ...Z); JSON options as JSON text. A TASK the
+    app does not register (after importing its task modules) is stored with a warning: it may
+    be defined only in the workers' code.
     """
     if not any(given.get(option) is not None for option in KIND_OF_OPTION):
         raise click.UsageError("give one of --cron, --every or --at")
     form = edit_form({"name": name, "task": task, "enabled": not disabled}, given)
     definition = build(form, queue=queue, priority=priority)
-    with runtime().schedules() as schedules:
+    state = runtime()
+    with state.schedules() as schedules:
         info = schedules.create(definition)
     click.echo(_summary("added", info))
+    warn_unknown_tasks(state.app, [definition])
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
 @click.option("--task", help="The task to send.")
 @spec_options
@@ -150,9 +166,12 @@ def update(
         info = schedules.replace(name, definition)
     changed = info.version != before.version
     click.echo(_summary("updated" if changed else "unchanged", info))
+    if task is not None:
+        warn_unknown_tasks(runtime().app, [definition])
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
 @force_option
 def remove(name: str, force: bool) -> None:
@@ -169,14 +188,22 @@ def remove(name: str, force: bool) -> None:
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
-def pause(name: str) -> None:
-    """Stop schedule NAME from firing until it is resumed."""
+@click.option(
+    "--note",
+    metavar="TEXT",
+    help="Who paused it and why (shown until it is resumed; at most 500 characters).",
+)
+def pause(name: str, note: str | None) -> None:
+    """Stop schedule NAME from firing until it is resumed. Pausing a paused schedule with
+    --note replaces its note."""
     with runtime().schedules() as schedules:
-        click.echo(_summary("paused", schedules.pause(name)))
+        click.echo(_summary("paused", schedules.pause(name, note=note)))
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
 @click.option(
     "--catch-up",
@@ -190,6 +217,7 @@ def resume(name: str, catch_up: bool) -> None:
 
 
 @click.command(cls=DBeatCommand)
+@actor_option
 @click.argument("name")
 @json_option
 def trigger(name: str, as_json: bool) -> None:
@@ -238,7 +266,7 @@ def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: 
         return
     echo_table(
         ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)"],
-        ([i.name, i.task, spec_text(i), i.state, i.next_run] for i in infos),
+        ([i.name, i.task, spec_text(i), _state_text(i), i.next_run] for i in infos),
         empty="no schedules",
     )
 
@@ -256,6 +284,11 @@ def show(name: str, as_json: bool) -> None:
         return
     for key in ("every", "misfire_grace", "jitter", "max_run_time"):
         data[key] = seconds_text(data[key])
+    for key in ("args", "kwargs", "options"):
+        if isinstance(data[key], (dict, list)):  # as people write it: Grüße, not Gr\u00fc\u00dfe
+            data[key] = json.dumps(data[key], sort_keys=True, ensure_ascii=False)
+    if data["cron_days"] == "all":
+        data["cron_days"] = f"all: {DAYS_ALL} (cron(8)'s default, any, matches either)"
     if info.next_run is None and info.next_run_at is not None:
         data["next_run_at"] = f"- (stored {data['next_run_at']}; {info.state})"
     rows = [[k, v] for k, v in data.items()]
@@ -271,6 +304,7 @@ def fire_json(fire: FireInfo) -> dict[str, Any]:
     return {
         "slot": iso(fire.slot),
         "manual": fire.manual,
+        "origin": fire.origin,
         "status": fire.status,
         "outcome": fire.outcome,
         "slot_count": fire.slot_count,
@@ -319,7 +353,7 @@ def history(name: str, limit: int, wide: bool, as_json: bool) -> None:
     \b
     STATUS is beat's part: pending, sent, skipped, dropped, failed (never published), overlap
     (not sent: the previous run was still going) or buffered. RUN is the worker's part, with
-    the worker hook on (celery_dbeat.worker): started, retried, succeeded, failed or revoked.
+    the worker hook on (celery_dbeat.beat.worker): started, retried, succeeded, failed or revoked.
     The table fits 100 columns; --wide adds the rest, --json has everything.
     """
     with runtime().schedules() as schedules:
@@ -385,13 +419,17 @@ def history(name: str, limit: int, wide: bool, as_json: bool) -> None:
 
 
 def _note(fire: FireInfo, *, wide: bool) -> str | None:
-    """Slots a catch-up fire stood for, beat's error, the run's error."""
+    """A backfill's fire, the slots a row stands for (a queued run, skipped or dropped slots),
+    beat's error, the run's error."""
     slots = ""
     if fire.slot_count > 1:
         slots = f"{fire.slot_count} slots"
         if wide:
             slots += f" from {iso(fire.first_slot)}"
-    return " ".join(filter(None, [slots, _short(fire.error), _short(fire.run_error)])) or None
+    origin = "backfill" if fire.origin else ""
+    return (
+        " ".join(filter(None, [origin, slots, _short(fire.error), _short(fire.run_error)])) or None
+    )
 
 
 def _round(delta: timedelta | None) -> float | None:
@@ -407,24 +445,58 @@ def _round(delta: timedelta | None) -> float | None:
 @click.option(
     "--after",
     metavar="INSTANT",
-    callback=_instant,
+    callback=instant,
     help="Slots strictly after this instant (default: now).",
 )
 @click.option("--count", type=int, default=5, show_default=True, help="How many slots.")
 @click.option("-v", "--verbose", is_flag=True, help="Add the local time in the schedule's zone.")
+@click.option(
+    "--load",
+    "load",
+    is_flag=True,
+    help="Fires per minute of every schedule over the next 24 hours (from --after), the herds"
+    " and who makes them, and the last day's lag and failed runs.",
+)
+@click.option(
+    "--per",
+    type=click.Choice(["10", "60"]),
+    default="60",
+    show_default=True,
+    help="--load: minutes per histogram line.",
+)
+@click.option(
+    "--top", type=click.IntRange(0, 100), default=5, show_default=True, help="--load: herds shown."
+)
+@click.option(
+    "--svg",
+    "svg_file",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="--load: write the picture to this SVG file.",
+)
 @json_option
 def preview(
     name: str | None,
     after: datetime | None,
     count: int,
     verbose: bool,
+    load: bool,
+    per: str,
+    top: int,
+    svg_file: Path | None,
     as_json: bool,
     **given: Any,
 ) -> None:
     """Print the next slots of schedule NAME, or of an ad-hoc spec (--cron/--every/--at), one
-    UTC instant per line."""
-    state = runtime()
+    UTC instant per line; with --load, the next 24 hours of every schedule."""
     adhoc = {k: v for k, v in given.items() if v is not None}
+    if load:
+        if name is not None or adhoc:
+            raise click.UsageError("--load previews every schedule: give no NAME or spec")
+        show_load(after, per=int(per), top=top, svg_file=svg_file, as_json_=as_json)
+        return
+    if svg_file is not None:
+        raise click.UsageError("--svg draws the load: give --load too")
+    state = runtime()
     if name is not None and adhoc:
         raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at), not both")
     if name is None:
@@ -440,19 +512,30 @@ def preview(
             start_at=definition.start_at,
             end_at=definition.end_at,
         )
+        shown = [PreviewSlot(slot) for slot in slots]
     else:
         with state.schedules() as schedules:
             spec = schedules.get(name).schedule
-            slots = schedules.preview(name, count=count, after=after)
+            shown = schedules.preview(name, count=count, after=after)
     zone = ZoneInfo(spec.timezone if isinstance(spec, Cron) else "UTC")
-    locals_ = [slot.astimezone(zone) for slot in slots]
     if as_json:
         echo_json(
             [
-                {"slot": iso(slot), "local": local.isoformat(), "timezone": zone.key}
-                for slot, local in zip(slots, locals_, strict=True)
+                {
+                    "slot": iso(p.slot),
+                    "local": p.slot.astimezone(zone).isoformat(),
+                    "timezone": zone.key,
+                    **({"excluded_by": p.excluded_by} if p.excluded_by is not None else {}),
+                }
+                for p in shown
             ]
         )
         return
-    for slot, local in zip(slots, locals_, strict=True):
-        click.echo(f"{iso(slot)}  {local.isoformat()} {local.tzname()}" if verbose else iso(slot))
+    for p in shown:
+        local = p.slot.astimezone(zone)
+        line = (
+            f"{iso(p.slot)}  {local.isoformat()} {local.tzname()}" if verbose else f"{iso(p.slot)}"
+        )
+        if p.excluded_by is not None:
+            line += f"  excluded by calendar {p.excluded_by} (not sent)"
+        click.echo(line)

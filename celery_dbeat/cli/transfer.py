@@ -2,10 +2,19 @@
 --from`` another scheduler (django-celery-beat, RedBeat; :mod:`celery_dbeat.importers`).
 
 The file is ``{"version": 1, "schedules": [form, ...]}`` where each form is
-:func:`~celery_dbeat.definitions.definition_to_form` of a schedule, read back with
-:func:`~celery_dbeat.definitions.definition_from_form`. Export -> import -> export gives the same
-file, and importing a file twice changes nothing the second time. So does importing a source
+:func:`~celery_dbeat.core.definitions.definition_to_form` of a schedule, read back with
+:func:`~celery_dbeat.core.definitions.definition_from_form`. Export -> import -> export gives the
+same file, and importing a file twice changes nothing the second time. So does importing a source
 twice: its entries become the same definitions each time.
+
+A schedule whose ``run_at``, ``start_at`` or ``end_at`` holds a value that cannot be read
+(PostgreSQL's ``'-infinity'``, text that is no timestamp in SQLite; ``store/reading.py``) is
+refused, naming it and what to do, and nothing is written: it reads as empty, and a file holding
+it empty would import a schedule without that bound or instant. Refusing keeps every file export
+writes one that imports back exactly; marking the value instead would write a file that no import
+can take (an import checks the whole file first), found out only when it is needed. Other values
+that cannot be read (``next_run_at``, ``last_slot``) are not part of a definition, so such a
+schedule is exported as usual.
 """
 
 from __future__ import annotations
@@ -21,24 +30,31 @@ import sqlalchemy as sa
 
 from ..api import ScheduleInfo, Schedules
 from ..clock import SystemClock
-from ..definitions import Definition, definition_from_form, definition_to_form
-from ..errors import ValidationError
+from ..core.audit import Surface
+from ..core.definitions import Definition, definition_from_form, definition_to_form
+from ..core.errors import ValidationError
+from ..core.fields import FIELDS, Form
+from ..core.timing.cron import load_zone
+from ..core.urls import mask_url
 from ..importers import SourceRead, SourceUnavailable
-from ..importers.plan import ACTIONS, Step, expected_next, plan, timing_notes
+from ..importers.plan import ACTIONS, Step, expected_next, next_text, plan, timing_notes
 from ..store.database import create_engine
-from ..timing.cron import load_zone
-from ..urls import mask_url
+from ..store.models import S
+from ..store.reading import Unreadable, unreadable_values
+from ..task_names import unknown_task_warning, unknown_tasks
 from ._common import (
     CommandError,
     DatabaseProblem,
     DBeatCommand,
+    actor_option,
     echo_json,
     iso,
     progress,
     runtime,
-    seconds_text,
 )
-from ._forms import definition_of
+from ._forms import FIELD_OF_OPTION, definition_of, spec_of
+from ._warnings import warn_unknown_tasks
+from .calendar_transfer import calendar_form, import_calendars, parse_calendars
 
 __all__ = ["FORMAT_VERSION", "export", "import_"]
 
@@ -110,6 +126,11 @@ def dump(document: Mapping[str, Any], fmt: str) -> str:
 
 def load(text: str, fmt: str, source: str) -> list[Any]:
     """The list of forms in a file's text; refuses anything that is not such a document."""
+    return load_document(text, fmt, source)[0]
+
+
+def load_document(text: str, fmt: str, source: str) -> tuple[list[Any], list[Any]]:
+    """The forms and the calendars (``[]`` if none) of a file's text."""
     try:
         document = _yaml().load(text, Loader=_loader()) if fmt == "yaml" else json.loads(text)
     except RecursionError:
@@ -120,14 +141,18 @@ def load(text: str, fmt: str, source: str) -> list[Any]:
         if type(exc).__module__.startswith("yaml"):
             raise CommandError(f"{source}: not valid YAML: {exc}") from None
         raise
+    calendars: Any = []
     if isinstance(document, Mapping):
         version = document.get("version", FORMAT_VERSION)
         if version != FORMAT_VERSION:
             raise CommandError(f"{source}: version={version!r}: this celery-dbeat reads version 1")
+        calendars = document.get("calendars", [])
         document = document.get("schedules")
     if not isinstance(document, list):
         raise CommandError(f'{source}: expected {{"version": 1, "schedules": [...]}}')
-    return document
+    if not isinstance(calendars, list):
+        raise CommandError(f"{source}: calendars: expected a list of calendars")
+    return document, calendars
 
 
 @click.command("export", cls=DBeatCommand)
@@ -140,6 +165,15 @@ def export(file: IO[str], fmt: str | None, search: str | None) -> None:
     fmt = _format(fmt, file)
     with runtime().schedules() as schedules:
         infos = schedules.list(search=search)
+        unreadable = _unreadable(schedules, infos)
+        named = {info.calendar for info in infos}
+        calendars = [
+            calendar_form(c)
+            for c in schedules.calendars.list()
+            if search is None or c.name in named
+        ]
+    if unreadable:
+        raise CommandError(_unreadable_message(infos, unreadable))
     forms = []
     for info in infos:
         try:
@@ -152,9 +186,53 @@ def export(file: IO[str], fmt: str | None, search: str | None) -> None:
             ) from None
     if fmt == "yaml":
         _yaml()  # fail before the file is created
-    file.write(dump({"version": FORMAT_VERSION, "schedules": forms}, fmt))
+    document: dict[str, Any] = {"version": FORMAT_VERSION, "schedules": forms}
+    if calendars:
+        document["calendars"] = calendars
+    file.write(dump(document, fmt))
     if file.name != "<stdout>":
         click.echo(f"exported {len(forms)} schedules to {file.name}")
+
+
+#: The instants of a definition (the others, such as ``next_run_at``, are not exported).
+DEFINITION_INSTANTS = tuple(f.name for f in FIELDS if f.form is Form.INSTANT)
+
+
+def _unreadable(schedules: Schedules, infos: list[ScheduleInfo]) -> dict[int, Unreadable]:
+    """Of ``infos``, those whose definition holds an instant that cannot be read. Such a row
+    reads with the message in ``last_error``, so only rows in error are looked at again."""
+    suspects = [info.id for info in infos if info.last_error is not None]
+    if not suspects:
+        return {}
+    with schedules.store.engine.connect() as conn:
+        return unreadable_values(conn, S, suspects, DEFINITION_INSTANTS)
+
+
+def _option(column: str) -> str:
+    """The ``update`` option that sets ``column`` (``run_at`` -> ``--at``)."""
+    option = next((o for o, field in FIELD_OF_OPTION.items() if field == column), column)
+    return f"--{option.replace('_', '-')}"
+
+
+def _unreadable_message(infos: list[ScheduleInfo], unreadable: dict[int, Unreadable]) -> str:
+    names = {info.id: info.name for info in infos}
+    listed = sorted(((names[i], p) for i, p in unreadable.items()), key=lambda item: item[0])
+    name, problem = listed[0]
+    if len(listed) == 1:
+        columns = ", ".join(problem.columns)
+        which = (
+            f"schedule {name!r}: the stored value of {columns} cannot be read ({problem.reason})"
+        )
+    else:
+        each = ", ".join(f"{n!r} ({p.detail})" for n, p in listed)
+        which = f"{len(listed)} schedules whose stored values cannot be read: {each}"
+        name = "NAME"
+    example = f"celery dbeat update {name} {_option(problem.columns[0])} ..."
+    return (
+        f"cannot export {which}; a file would hold the value as empty and import the schedule "
+        f"without it. Give the value again ('{example}', an empty value for none) or correct it "
+        "in SQL, then export again; nothing was written"
+    )
 
 
 def _parse(entries: list[Any], source: str) -> list[Definition]:
@@ -213,6 +291,7 @@ SOURCES = ("django-celery-beat", "redbeat")
 
 
 @click.command("import", cls=DBeatCommand)
+@actor_option
 @click.argument("file", type=click.File("r", encoding="utf-8"), required=False)
 @click.option(
     "--from",
@@ -292,9 +371,21 @@ def import_(
 
 def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -> None:
     source = "<stdin>" if file.name == "<stdin>" else file.name
-    definitions = _parse(load(file.read(), _format(fmt, file), source), source)
+    forms, calendar_forms = load_document(file.read(), _format(fmt, file), source)
+    definitions = _parse(forms, source)
+    calendars = parse_calendars(calendar_forms, source)
     report: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
-    with runtime().schedules() as schedules:
+    state = runtime()
+    with state.schedules(surface=Surface.IMPORT) as schedules:
+        for index, definition in enumerate(definitions):  # all checked before any is written
+            try:
+                schedules.check(definition)
+            except ValidationError as exc:
+                raise CommandError(
+                    f"{source}: schedules[{index}] ({definition.name!r}): {exc}"
+                ) from None
+        # Checked against the file's and the database's calendars, then written first.
+        calendar_report = import_calendars(schedules, calendars, definitions, source, dry_run)
         current = {info.name: info for info in schedules.list()}
         planned = [(d, _action(d, current.get(d.name))) for d in definitions]
         for definition, action in planned:
@@ -303,11 +394,17 @@ def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -
         if changes and not dry_run:
             _quietly(schedules, changes, lambda change: _apply(schedules, *change))
     if as_json:
-        echo_json(dict(report, dry_run=dry_run))
+        unknown = unknown_tasks(state.app, definitions)
+        extra = {"calendars": calendar_report} if calendars else {}
+        echo_json(dict(report, dry_run=dry_run, unknown_tasks=unknown, **extra))
         return
     counts = ", ".join(f"{key} {len(names)}" for key, names in report.items())
     verb = "would import" if dry_run else "imported"
+    if calendars:
+        made = ", ".join(f"{key} {len(names)}" for key, names in calendar_report.items())
+        click.echo(f"{verb} {len(calendars)} calendars from {source}: {made}")
     click.echo(f"{verb} {len(definitions)} schedules from {source}: {counts}")
+    warn_unknown_tasks(state.app, definitions, err=False)
 
 
 # --from: another scheduler's schedules -------------------------------------------------------
@@ -359,15 +456,9 @@ def _read(source: str, url: str | None, zone_name: str | None, prefix: str | Non
 
 
 def _describe(definition: Definition) -> str:
-    spec = definition.spec
-    if spec["kind"] == "cron":
-        text = f"cron {spec['cron']!r} {spec['timezone']}"
-    elif spec["kind"] == "interval":
-        text = f"every {seconds_text(spec['every'])}"
-    elif spec["kind"] == "once":
-        text = f"once at {iso(spec['run_at'])}"
-    else:
-        text = f"{spec['solar_event']} at {spec['latitude']}, {spec['longitude']}"
+    """The spec's one line, as ``list`` shows it (``days=all`` explained where it matters),
+    and its bounds."""
+    text = spec_of(definition).text()
     if definition.start_at is not None:
         text += f" from {iso(definition.start_at)}"
     if definition.end_at is not None:
@@ -377,9 +468,11 @@ def _describe(definition: Definition) -> str:
 
 def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
     state = runtime()
-    with state.schedules() as schedules:
+    with state.schedules(surface=Surface.IMPORT) as schedules:
         current = {info.name: info for info in schedules.list()}
-        steps = plan(read, current, set(state.app.conf.beat_schedule or {}), _action)
+        steps = plan(
+            read, current, set(state.app.conf.beat_schedule or {}), _action, schedules.check
+        )
         changes = [step for step in steps if step.action in ("created", "updated")]
 
         def write(step: Step) -> None:
@@ -398,7 +491,9 @@ def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
             report[step.action].append(step.name)
             upcoming, status = expected_next(step, now, _readable(step.current))
             report["next_run_at"][step.name] = iso(upcoming)
-            shown = f"next {iso(upcoming)}" if status == "active" else status
+            shown = status
+            if status == "active" and upcoming is not None:
+                shown = next_text(step.definition, upcoming, now, state.settings.misfire_rules)
             detail = f"{_describe(step.definition)}; {shown}"
             notes += timing_notes(step, upcoming, status, now)
         else:
@@ -408,15 +503,27 @@ def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
         lines.append(f"{step.action:<9}  {step.name:<{width}}  {detail}")
         lines.extend(f"{'':<9}  {'':<{width}}  note: {note}" for note in notes)
     refused = list(report["refused"])
+    imported = [step.definition for step in steps if step.action in ACTIONS[:3]]
+    unknown = unknown_tasks(state.app, imported)
+    warnings = list(read.warnings)
+    if unknown:
+        warnings.append(unknown_task_warning(unknown.values(), state.app.main))
     if as_json:
-        echo_json(dict(report, source=read.source, dry_run=dry_run, warnings=read.warnings))
+        echo_json(
+            dict(
+                report,
+                source=read.source,
+                dry_run=dry_run,
+                warnings=warnings,
+                unknown_tasks=unknown,
+            )
+        )
     else:
-        for line in [*(f"warning: {w}" for w in read.warnings), *lines]:
+        for line in [*(f"warning: {w}" for w in warnings), *lines]:
             click.echo(line)
-        imported = sum(len(report[key]) for key in ACTIONS[:3])
         counts = ", ".join(f"{key} {len(report[key])}" for key in ACTIONS)
         verb = "would import (dry run, nothing written)" if dry_run else "imported"
-        click.echo(f"{verb} {imported} schedules from {read.source}: {counts}")
+        click.echo(f"{verb} {len(imported)} schedules from {read.source}: {counts}")
     if refused:
         shown = ", ".join(repr(name) for name in refused[:5]) + (
             ", ..." if len(refused) > 5 else ""

@@ -7,9 +7,10 @@ admin's state filter) each read :data:`RULE` rather than spelling the order out 
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
-__all__ = ["OTHERWISE", "RULE", "STATES", "schedule_state"]
+__all__ = ["OTHERWISE", "RULE", "STATES", "PauseSource", "schedule_state"]
 
 #: In order, the first rule that holds names the state: ``(state, column, test)``, where the test
 #: is ``"set"`` (not NULL) or ``"true"`` (a flag that is on).
@@ -30,3 +31,11 @@ def schedule_state(row: Any) -> str:
         if (value is True) if test == "true" else (value is not None):
             return state
     return OTHERWISE
+
+
+class PauseSource(str, enum.Enum):
+    """What paused a schedule (``pause_source``, beside its ``pause_note`` and ``paused_at``)."""
+
+    PERSON = "person"  #: a pause through the API, the CLI or an admin
+    CONFIG = "config"  #: ``enabled: False`` in ``beat_schedule``
+    FAILURES = "failures"  #: ``pause_after_failures`` consecutive failed runs

@@ -3,9 +3,9 @@
 An entry is exactly one of: imported (``definition`` set), ``skipped`` (it is not the user's to
 import, e.g. the scheduler's own ``celery.backend_cleanup``; not an error) or ``refused``
 (celery-dbeat cannot represent it; the reason names what and says what to do). Building a
-definition goes through :meth:`~celery_dbeat.definitions.Definition.create`, so an imported entry
-is one every other surface would accept, and one that fails validation is refused with the same
-message.
+definition goes through :meth:`~celery_dbeat.core.definitions.Definition.create`, so an imported
+entry is one every other surface would accept, and one that fails validation is refused with the
+same message.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
-from ..definitions import Definition
-from ..errors import DBeatError, ValidationError
+from ..core.definitions import Definition
+from ..core.errors import DBeatError, ValidationError
 
 __all__ = ["Imported", "SourceRead", "SourceUnavailable", "aware", "build"]
 

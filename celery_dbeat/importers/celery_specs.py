@@ -1,12 +1,12 @@
 """Celery's schedule semantics, as both sources store Celery schedules: crontab fields matched the
 way ``celery.schedules.crontab`` matches them, relative intervals, and Celery's own cleanup entry.
 
-A crontab is turned into a :class:`~celery_dbeat.specs.Cron` field by field: the field's text is
-kept when celery-dbeat's parser reads it as the same set of values Celery does (so ``*/15`` stays
-``*/15`` and keeps its wildcard DST rules, as ``beat_schedule`` sync stores it), and is otherwise
-written as the values Celery matches (``fri-sun``, which Celery wraps around the week, becomes
-``0,5-6``). A crontab Celery itself refuses (``day_of_week='7'``: Celery's days run 0-6) never
-fires in the source; it is refused, not guessed at.
+A crontab is turned into a :class:`~celery_dbeat.core.specs.Cron` field by field: the field's text
+is kept when celery-dbeat's parser reads it as the same set of values Celery does (so ``*/15``
+stays ``*/15`` and keeps its wildcard DST rules, as ``beat_schedule`` sync stores it), and is
+otherwise written as the values Celery matches (``fri-sun``, which Celery wraps around the week,
+becomes ``0,5-6``). A crontab Celery itself refuses (``day_of_week='7'``: Celery's days run 0-6)
+never fires in the source; it is refused, not guessed at.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from celery.schedules import crontab
 from croniter import croniter
 
 from ..beat_schedule import CLEANUP_CRONTAB, CLEANUP_OPTIONS, CLEANUP_TASK
-from ..errors import ValidationError
-from ..specs import Cron
-from ..timing import CronSpec
+from ..core.errors import ValidationError
+from ..core.specs import Cron
+from ..core.timing import CronSpec
 
 __all__ = [
     "CLEANUP_TASK",

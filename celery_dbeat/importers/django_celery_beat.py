@@ -36,10 +36,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..errors import ValidationError
-from ..specs import Every, Once, Solar
-from ..timing import build_timing
-from ..urls import mask_url
+from ..core.errors import ValidationError
+from ..core.specs import Every, Once, Solar
+from ..core.timing import build_timing
+from ..core.urls import mask_url
 from .base import MICROSECOND, Imported, SourceRead, SourceUnavailable, aware, build
 from .celery_specs import CRONTAB_FIELDS, crontab_spec, crontab_text, is_celery_cleanup
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from ..api import ScheduleInfo
-from ..definitions import TIMING_COLUMNS, Definition
+from ..core.definitions import TIMING_COLUMNS, Definition
+from ..core.errors import ValidationError
+from ..core.formats import seconds_text
+from ..core.misfire import MisfirePolicy, MisfireRules
 from ..store.schedules import API_ORIGIN
 from .base import Imported, SourceRead
 
-__all__ = ["ACTIONS", "Step", "expected_next", "plan", "timing_notes"]
+__all__ = ["ACTIONS", "Step", "expected_next", "next_text", "plan", "timing_notes"]
 
 #: The actions, in report order.
 ACTIONS = ("created", "updated", "unchanged", "skipped", "refused")
@@ -49,9 +52,13 @@ def plan(
     current: Mapping[str, ScheduleInfo],
     config_names: Collection[str],
     action: Callable[[Definition, ScheduleInfo | None], str],
+    check: Callable[[Definition], object],
 ) -> list[Step]:
     """A step per entry. ``config_names``: the app's ``beat_schedule`` (beat syncs those itself);
-    ``action``: ``created``, ``updated`` or ``unchanged`` for a definition and its schedule."""
+    ``action``: ``created``, ``updated`` or ``unchanged`` for a definition and its schedule;
+    ``check``: raises ``ValidationError`` for a definition the writes would refuse
+    (:meth:`Schedules.check <celery_dbeat.api.Schedules.check>`: the app's ``accept_content``),
+    which is then refused with that reason rather than failing the import half-way."""
     steps: list[Step] = []
     seen: set[str] = set()
     for entry in read.entries:
@@ -72,7 +79,12 @@ def plan(
             steps.append(Step(entry, "skipped", reason, info))
         else:
             assert entry.definition is not None
-            steps.append(Step(entry, action(entry.definition, info), current=info))
+            try:
+                check(entry.definition)
+            except ValidationError as exc:
+                steps.append(Step(entry, "refused", str(exc), info))
+            else:
+                steps.append(Step(entry, action(entry.definition, info), current=info))
         seen.add(entry.name)
     return steps
 
@@ -106,6 +118,51 @@ def _iso(value: datetime) -> str:
     return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+#: What a beat starting now sends for a schedule whose next fire passed, by misfire policy.
+_SENDS = {
+    MisfirePolicy.LATEST: "one fire, for the newest missed slot",
+    MisfirePolicy.EARLIEST: "one fire, for the oldest missed slot",
+    MisfirePolicy.ALL: "a fire for each missed slot, at most {limit}",
+}
+
+
+def next_text(
+    definition: Definition, upcoming: datetime, now: datetime, rules: MisfireRules
+) -> str:
+    """The next fire as the report shows it: ``next <instant>``, or, when it has passed (no beat
+    ran since the schedule was written, e.g. on a second import before the beats start), what
+    a beat starting now does about it, by the schedule's misfire policy (``rules``: the app's
+    defaults)."""
+    if upcoming > now:
+        return f"next {_iso(upcoming)}"
+    policy = MisfirePolicy(definition.misfire_policy or rules.policy)
+    if policy is MisfirePolicy.SKIP:
+        return (
+            f"missed since {_iso(upcoming)}: no beat ran since; its misfire policy, skip, sends "
+            "nothing for it, and a beat fires it at its first slot after it starts"
+        )
+    limit = rules.catchup_limit if definition.catchup_limit is None else definition.catchup_limit
+    grace = rules.grace
+    if definition.misfire_grace is not None:
+        grace = timedelta(seconds=definition.misfire_grace)
+    older = (
+        "" if grace is None else f"; slots older than {seconds_text(grace.total_seconds())} dropped"
+    )
+    sends = _SENDS[policy].format(limit=limit)
+    return (
+        f"due since {_iso(upcoming)}: no beat ran since; sent when a beat starts (misfire policy "
+        f"{policy.value}: {sends}{older})"
+    )
+
+
+def _when(upcoming: datetime, now: datetime) -> str:
+    return (
+        f"at {_iso(upcoming)}"
+        if upcoming > now
+        else f"as soon as a beat starts (due since {_iso(upcoming)})"
+    )
+
+
 def timing_notes(step: Step, upcoming: datetime | None, state: str, now: datetime) -> list[str]:
     """Where the imported schedule's next fire differs from the source's (``source_next``)."""
     source = step.entry.source_next
@@ -114,14 +171,14 @@ def timing_notes(step: Step, upcoming: datetime | None, state: str, now: datetim
     if source is None:
         if upcoming is None:
             return []
-        return [f"the source would not fire it again; celery-dbeat fires it at {_iso(upcoming)}"]
+        return [f"the source would not fire it again; celery-dbeat fires it {_when(upcoming, now)}"]
     if source <= now:
-        then = "" if upcoming is None else f"; celery-dbeat fires it next at {_iso(upcoming)}"
+        then = "" if upcoming is None else f"; celery-dbeat fires it next {_when(upcoming, now)}"
         return [
             f"the source owes the fire of {_iso(source)} (its beat is stopped or behind): it is "
             f"not sent{then}"
         ]
     if upcoming != source:
-        shown = "never" if upcoming is None else _iso(upcoming)
-        return [f"the source would fire it next at {_iso(source)}, celery-dbeat at {shown}"]
+        shown = "never" if upcoming is None else _when(upcoming, now)
+        return [f"the source would fire it next at {_iso(source)}, celery-dbeat {shown}"]
     return []

@@ -13,8 +13,9 @@ Where RedBeat keeps them (2.x), under ``redbeat_key_prefix`` (default ``redbeat:
 What maps to what: interval -> ``Every`` (``relative=True`` only where Celery's rounding keeps a
 fixed grid), crontab -> ``Cron`` in the app's ``timezone`` (RedBeat stores no zone: Celery
 evaluates its crontabs there), rrule -> ``Every`` when it is a plain interval (``SECONDLY`` to
-``WEEKLY`` without ``BY*`` rules; ``COUNT`` and ``UNTIL`` become ``end_at``); any other rrule is
-refused, naming it. RedBeat cannot store a solar schedule (its encoder has none).
+``WEEKLY`` without ``BY*`` rules; ``COUNT`` and ``UNTIL`` become ``end_at``; ``start_at`` is
+``DTSTART`` once it has run, else one period before it, which keeps ``DTSTART`` a slot); any
+other rrule is refused, naming it. RedBeat cannot store a solar schedule (its encoder has none).
 
 RedBeat's next fire: never run (no ``last_run_at``), at once; else the schedule's first event
 after ``last_run_at``. An interval's ``start_at`` is that next fire less one period.
@@ -32,11 +33,12 @@ from zoneinfo import ZoneInfo
 from celery.schedules import crontab
 
 from ..beat_schedule import spec_from_celery
-from ..definitions import Definition
-from ..errors import ValidationError
-from ..specs import Cron, Every
-from ..timing import build_timing
-from ..urls import mask_url
+from ..core.definitions import Definition
+from ..core.errors import ConfigurationError, ValidationError
+from ..core.formats import iso, seconds_text
+from ..core.specs import Cron, Every
+from ..core.timing import build_timing
+from ..core.urls import mask_url
 from .base import Imported, SourceRead, SourceUnavailable, build
 from .celery_specs import (
     crontab_spec,
@@ -96,7 +98,10 @@ class RedBeatSettings:
         ``redbeat:``; ``redbeat_redis_options`` (only when set, as RedBeat does) with
         ``redbeat_redis_use_ssl``. ``url`` and ``prefix`` override them."""
         conf = app.conf
-        url = url or conf.get("redbeat_redis_url") or conf.get("broker_url")
+        source = "--source-url" if url else "redbeat_redis_url"
+        url = url or conf.get("redbeat_redis_url")
+        if not url:
+            source, url = "broker_url", conf.get("broker_url")
         if not isinstance(url, str) or not url:
             raise SourceUnavailable(
                 "no Redis URL for RedBeat: set redbeat_redis_url (or broker_url), or give "
@@ -122,10 +127,27 @@ class RedBeatSettings:
                 "--source-url (redis://master:6379/0, or celery-dbeat's sentinel:// or "
                 "redis+cluster:// URL)"
             )
+        _check_url(url, source)
         use_ssl = conf.get("redbeat_redis_use_ssl") or conf.get("broker_use_ssl")
         if url.startswith("rediss") and isinstance(use_ssl, Mapping):
             options = {**use_ssl, **options}
         return cls(str(url), str(prefix), lock_key or None, options)
+
+
+def _check_url(url: str, source: str) -> None:
+    """Refuse a URL RedBeat cannot have used, naming where it came from (``--source-url``,
+    ``redbeat_redis_url`` or ``broker_url``), never celery-dbeat's own ``dbeat_redis_url``."""
+    from ..redis_client import check_url
+
+    if not url.lower().startswith(("redis", "unix://", "sentinel://")):
+        raise SourceUnavailable(
+            f"{source}={mask_url(url)!r}: not a Redis URL, so RedBeat's entries are not there; "
+            "give --source-url with the Redis RedBeat used (redis://HOST:6379/DB)"
+        )
+    try:
+        check_url(url, setting=source)
+    except ConfigurationError as exc:
+        raise SourceUnavailable(str(exc)) from None
 
 
 def app_zone(app: Any) -> str:
@@ -226,8 +248,9 @@ def rrule_text(rule: Mapping[str, Any]) -> str:
     return ";".join(parts)
 
 
-def _rrule_fields(rule: Mapping[str, Any]) -> dict[str, Any] | str:
-    """The schedule and bounds of an rrule that is a plain interval, or why it is not one."""
+def _rrule_fields(rule: Mapping[str, Any], last: datetime | None) -> dict[str, Any] | str:
+    """The schedule and bounds of an rrule that is a plain interval (``last``: RedBeat's last
+    run of it), or why it is not one."""
     freq = _frequency(rule)
     by = [key.upper() for key in _BY_RULES if rule.get(key) not in (None, [], ())]
     interval, dtstart = rule.get("interval") or 1, rule.get("dtstart")
@@ -253,12 +276,22 @@ def _rrule_fields(rule: Mapping[str, Any]) -> dict[str, Any] | str:
         ends.append(dtstart + (rule["count"] - 1) * every)
     if isinstance(rule.get("until"), datetime):
         ends.append(rule["until"])
-    return {
-        "schedule": Every(every.total_seconds()),
-        # rrule occurrences start at DTSTART itself; an interval's first slot is start_at + every.
-        "start_at": dtstart - every,
-        "end_at": min(ends) if ends else None,
-    }
+    fields = {"schedule": Every(every.total_seconds()), "end_at": min(ends) if ends else None}
+    if last is not None and last >= dtstart:
+        # DTSTART has passed: anchored there, the slots DTSTART + n * every are every
+        # occurrence still to come, and start_at is DTSTART, as the rule says.
+        return {**fields, "start_at": dtstart}
+    # Not run yet: DTSTART itself is an occurrence, and an interval's first slot is one period
+    # after its start_at.
+    return {**fields, "start_at": dtstart - every, "notes": [_before_dtstart(dtstart, every)]}
+
+
+def _before_dtstart(dtstart: datetime, every: timedelta) -> str:
+    return (
+        f"start_at is one period ({seconds_text(every.total_seconds())}) before DTSTART "
+        f"({iso(dtstart)}): an interval's first slot is one period after its start_at, so "
+        "DTSTART itself stays an occurrence"
+    )
 
 
 # Reading ---------------------------------------------------------------------------------
@@ -375,7 +408,7 @@ def _read_entry(
             return Imported.refuse(name, f"{what}: {exc.problem}")
     elif isinstance(schedule, _RRule):
         what = f"rrule {rrule_text(schedule.fields)}"
-        found = _rrule_fields(schedule.fields)
+        found = _rrule_fields(schedule.fields, last)
         if isinstance(found, str):
             return Imported.refuse(name, f"{what}: {found}")
         fields.update(found)
@@ -384,10 +417,12 @@ def _read_entry(
         return Imported.refuse(
             name, f"schedule of type {kind!r}: RedBeat writes interval, crontab and rrule only"
         )
+    notes = fields.pop("notes", ())
     imported = build(
         name,
         what,
         source_next=None,
+        notes=notes,
         task=task,
         args=args,
         kwargs=kwargs,

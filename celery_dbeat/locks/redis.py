@@ -5,7 +5,9 @@ client): on a cluster the pipeline is redis-py's non-transactional ``ClusterPipe
 each key to the node owning its slot.
 
 While Redis is unreachable the lock degrades to database-only claims (logged once) and retries
-Redis with backoff; nothing is lost or doubled, beats just do more redundant work meanwhile.
+Redis with backoff; nothing is lost or doubled, beats just do more redundant work meanwhile. A
+Redis that refuses the credentials while beat runs (a rotated password) is logged as that, not as
+an outage; at start-up it stops beat (:mod:`celery_dbeat.checks`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from celery.utils.log import get_logger
 
 from ..clock import Outage
 from ..config import mask_url
+from ..core.errors import ConfigurationError
 from ..core.fires import FireKey, fire_lock_key
-from ..redis_client import UNAVAILABLE, RedisClient, close_client, create_client, describe_client
+from ..redis_client import (
+    UNAVAILABLE,
+    RedisClient,
+    close_client,
+    create_client,
+    describe_client,
+    is_refused,
+)
 
 __all__ = ["RedisLock"]
 
@@ -29,7 +39,7 @@ logger = get_logger(__name__)
 # EVAL command, one per key: redis-py's cluster pipeline refuses EVALSHA (the node owning a key
 # may not have the script loaded) and has no eval() method, but routes a raw EVAL by its key. The
 # script body is a hundred bytes, on a path taken only when a tick fails.
-_RELEASE = """
+RELEASE_SCRIPT = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
     return redis.call('del', KEYS[1])
 end
@@ -61,6 +71,12 @@ class RedisLock:
             try:
                 self._connect()
             except UNAVAILABLE as exc:  # a cluster reads its slot map when the client is built
+                if is_refused(exc):
+                    raise ConfigurationError(
+                        "dbeat_redis_url",
+                        mask_url(client),
+                        f"Redis refused the credentials ({exc}): fix the user and password",
+                    ) from None
                 self._outage(exc)
         else:
             self._url, self._options, self._owns_client = describe_client(client), {}, False
@@ -100,7 +116,7 @@ class RedisLock:
             pipe = self._connect().pipeline(transaction=False)
             for key in keys:
                 pipe.execute_command(
-                    "EVAL", _RELEASE, 1, fire_lock_key(self.prefix, key), self.owner
+                    "EVAL", RELEASE_SCRIPT, 1, fire_lock_key(self.prefix, key), self.owner
                 )
             pipe.execute()
         except UNAVAILABLE as exc:
@@ -123,13 +139,23 @@ class RedisLock:
         return self.client
 
     def _outage(self, exc: Exception) -> None:
-        if self._redis.failed():
-            logger.warning(
-                "dbeat: Redis unreachable at %s (%s); claiming fires through the database "
-                "until it is back",
+        if not self._redis.failed():
+            return
+        if is_refused(exc):
+            logger.error(
+                "dbeat: Redis at %s refuses celery-dbeat's credentials or commands (%s); "
+                "claiming fires through the database until it accepts them: fix "
+                "dbeat_redis_url or the ACL user's rights",
                 mask_url(self._url),
                 exc,
             )
+            return
+        logger.warning(
+            "dbeat: Redis unreachable at %s (%s); claiming fires through the database "
+            "until it is back",
+            mask_url(self._url),
+            exc,
+        )
 
     def _recovered(self) -> None:
         took = self._redis.recovered()

@@ -4,11 +4,15 @@
 the overlap policy's reads, ``beats.py`` heartbeats, ``schedules.py`` the management API's writes
 and reads of schedules, ``sync.py`` the ``beat_schedule`` sync, ``health.py`` the schedules whose
 runs fail or are overdue, ``database.py`` engines, migrations and :class:`Store` (a database as
-beat uses it), ``clock.py`` the database clock, ``reading.py`` reads of rows that survive a value
-the driver cannot convert, ``models.py`` the tables."""
+beat uses it), ``urls.py`` database URLs that cannot work (and what to write instead),
+``clock.py`` the database clock, ``reading.py`` reads of rows that survive a value
+the driver cannot convert, ``models.py`` the tables, ``alembic_logs.py`` Alembic's routine INFO
+lines kept out of beat's log."""
 
 from __future__ import annotations
 
+# First: Alembic's routine INFO lines stay out of beat's log from its import on (alembic_logs).
+from . import alembic_logs  # noqa: F401
 from .database import Store, check_schema, create_engine, migrate
 from .models import Base, Fire, Schedule
 

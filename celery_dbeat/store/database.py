@@ -3,7 +3,9 @@
 
 Engines get the per-backend settings the exactly-once design relies on: SQLite serialises writers
 with ``BEGIN IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction
-left idle by a paused beat so its row locks cannot block other beats for ever.
+left idle by a paused beat so its row locks cannot block other beats for ever. A URL that cannot
+work (a scheme SQLAlchemy does not know, a driver that is not installed, a password that would be
+cut in two) is refused before any connection, saying which URL to write and what to install.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+from ..config import default_database_dir
+from ..core.errors import SchemaVersionError
 from ..core.fires import PublishRequest
-from ..errors import SchemaVersionError
-from . import beats, due, fires
+from . import beats, due, fires, queue, urls
 from .clock import DatabaseClock
 from .due import DueBatch, Peek
+from .failures import driver_message, is_auth_failure, is_conflict
 
 __all__ = [
     "VERSION_TABLE",
@@ -33,24 +37,11 @@ __all__ = [
     "check_schema",
     "create_engine",
     "database_findings",
+    "driver_message",
+    "is_auth_failure",
     "is_conflict",
     "migrate",
 ]
-
-#: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).
-_CONFLICT_SQLSTATES = {"40001", "40P01"}
-_CONFLICT_MYSQL_ERRORS = {1205, 1213}
-
-
-def is_conflict(exc: Exception) -> bool:
-    """A transaction lost to another (deadlock, serialisation failure, lock wait timeout):
-    nothing is wrong, and trying again shortly is the answer."""
-    orig = getattr(exc, "orig", None)
-    if getattr(orig, "sqlstate", None) in _CONFLICT_SQLSTATES:
-        return True
-    args: tuple[Any, ...] = getattr(orig, "args", ())
-    return bool(args) and args[0] in _CONFLICT_MYSQL_ERRORS
-
 
 VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -71,12 +62,19 @@ def create_engine(
     On PostgreSQL a transaction left idle longer than ``idle_in_transaction`` (a paused beat's)
     is ended by the server, releasing its row locks and voiding what it would have recorded;
     statements are not prepared on the server (psycopg 3), so each is planned for its values.
+
+    Raises :class:`sqlalchemy.exc.ArgumentError` for a URL that cannot work, with a message
+    that says which URL to write (the password masked) and which extra to install; the caller
+    names the setting it came from.
     """
-    url = sa.make_url(url)
+    url = urls.read_url(url)
     kwargs: dict[str, Any] = {}
     backend = url.get_backend_name()
     if backend == "sqlite":
         kwargs["connect_args"] = {"timeout": 30}
+        if url.database and Path(url.database).parent == default_database_dir():
+            # The default file's folder is ours to make (a folder the user named is not).
+            default_database_dir().mkdir(parents=True, exist_ok=True)
     else:
         kwargs["pool_pre_ping"] = True
     if backend == "postgresql" and url.get_driver_name() in ("psycopg", "psycopg2"):
@@ -92,7 +90,12 @@ def create_engine(
     if backend in ("mysql", "mariadb"):
         kwargs["isolation_level"] = "READ COMMITTED"
     kwargs.update(options or {})
-    engine = sa.create_engine(url, **kwargs)
+    try:
+        engine = sa.create_engine(url, **kwargs)
+    except sa.exc.NoSuchModuleError:
+        raise sa.exc.ArgumentError(urls.unknown_scheme(url)) from None
+    except ImportError as exc:  # the dialect's driver module
+        raise sa.exc.ArgumentError(urls.missing_driver(url, exc)) from None
     if backend == "sqlite":
         _serialise_sqlite_writers(engine)
     return engine
@@ -272,9 +275,12 @@ class Store:
         """:func:`.due.peek`: when the earliest schedule is due, and the database clock."""
         return due.peek(self.engine, self.clock)
 
-    def claim_due(self, now: datetime, limit: int, beat: str) -> AbstractContextManager[DueBatch]:
-        """:func:`.due.claim_due`: up to ``limit`` due schedules, locked in a transaction."""
-        return due.claim_due(self.engine, self.clock, now, limit, beat)
+    def claim_due(
+        self, now: datetime, limit: int, beat: str, late_since: datetime | None = None
+    ) -> AbstractContextManager[DueBatch]:
+        """:func:`.due.claim_due`: up to ``limit`` due schedules, locked in a transaction, those
+        due since ``late_since`` first."""
+        return due.claim_due(self.engine, self.clock, now, limit, beat, late_since)
 
     def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> list[tuple[datetime, datetime]]:
         """:func:`.beats.heartbeat`: write this beat's row; every beat's running stretch."""
@@ -296,3 +302,15 @@ class Store:
     ) -> list[PublishRequest]:
         """:func:`.fires.claim_stale_pending`: take over fires their beat did not publish."""
         return fires.claim_stale_pending(self.engine, self.clock, now, lease_until, limit)
+
+    def claim_queued(
+        self, now: datetime, lease_until: datetime, limit: int, beat: str
+    ) -> list[PublishRequest]:
+        """:func:`.queue.claim_queued`: lease queued slots (catch-up, backfill) to publish."""
+        return queue.claim_queued(self.engine, self.clock, now, lease_until, limit, beat)
+
+    def extend_leases(
+        self, task_ids: Sequence[str], held_until: datetime, now: datetime, lease_until: datetime
+    ) -> tuple[set[str], datetime]:
+        """:func:`.fires.extend_leases`: keep fires this beat is still publishing."""
+        return fires.extend_leases(self.engine, self.clock, task_ids, held_until, now, lease_until)

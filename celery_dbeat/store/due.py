@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -24,10 +24,19 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
-from ..core.fires import FireStatus, PublishRequest, ScheduleRow, Transition
+from ..core.fires import (
+    FireStatus,
+    NewFire,
+    PublishRequest,
+    ScheduleRow,
+    Transition,
+    encode_slots,
+)
 from .clock import DatabaseClock
+from .failures import driver_message, is_refusal
 from .models import F, S
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
+from .schedules import ensure_uid
 
 __all__ = ["DueBatch", "Peek", "claim_due", "peek", "skips_locked"]
 
@@ -84,11 +93,13 @@ def skips_locked(engine: Engine) -> bool:
 
 class Peek(NamedTuple):
     """What :func:`peek` saw: when the earliest schedule is due, whether some need a
-    recompute, and the database clock (``None`` when there is none: see :mod:`.clock`)."""
+    recompute, the database clock (``None`` when there is none: see :mod:`.clock`), and when
+    the first queued fire (catch-up, backfill) may go (``None``: none is queued)."""
 
     earliest: datetime | None
     needs_compute: bool
     database_now: datetime | None = None
+    queued_at: datetime | None = None
 
 
 def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> None:
@@ -106,6 +117,22 @@ def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int
     for row in rows:
         if row.id in problems:
             logger.error("dbeat: schedule %r set aside: %s", row.name, problems[row.id])
+
+
+def _identified(conn: Connection, row: ScheduleRow) -> ScheduleRow:
+    """``row``, with a ``uid`` given now if it was inserted by hand without one."""
+    uid = ensure_uid(conn, row.id, row.uid)
+    return row if uid == row.uid else replace(row, uid=uid)
+
+
+def _lease_of(fire: NewFire, lease_until: datetime) -> datetime | None:
+    """A PENDING fire is leased to the recording beat; a QUEUED one waits in slot order (a
+    queued run, in the order of its oldest slot)."""
+    if fire.status is FireStatus.PENDING:
+        return lease_until
+    if fire.status is FireStatus.QUEUED:
+        return fire.first_slot or fire.slot
+    return None
 
 
 class DueBatch:
@@ -140,7 +167,65 @@ class DueBatch:
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
     ) -> list[PublishRequest]:
-        """Apply ``transitions``; return the PENDING fires now recorded, to be published."""
+        """Apply ``transitions``; return the PENDING fires now recorded, to be published.
+
+        A write the database refuses for what it writes (:func:`.failures.is_refusal`: a
+        constraint, a value it will not take) costs one schedule, not the batch: the batch is
+        recorded inside a savepoint, and when it is refused, its halves are tried in theirs
+        until the failing schedules are found; each of those is set aside with the error
+        (``next_run_at`` NULL, ``last_error`` set; it shows "in error" until someone fixes it),
+        and appears in :attr:`applied` as a transition with that error."""
+        self.applied = []
+        return self._record_isolating(list(transitions), lease_until)
+
+    def _record_isolating(
+        self, transitions: list[Transition], lease_until: datetime
+    ) -> list[PublishRequest]:
+        if not transitions:
+            return []
+        try:
+            with self._conn.begin_nested():
+                applied, requests = self._record(transitions, lease_until)
+        except sa.exc.StatementError as exc:
+            if not is_refusal(exc):
+                raise
+            if len(transitions) > 1:
+                half = len(transitions) // 2
+                return self._record_isolating(
+                    transitions[:half], lease_until
+                ) + self._record_isolating(transitions[half:], lease_until)
+            self._set_aside_refused(transitions[0], exc)
+            return []
+        self.applied += applied
+        return requests
+
+    def _set_aside_refused(self, transition: Transition, exc: sa.exc.StatementError) -> None:
+        row = transition.schedule
+        error = (
+            f"the database refused to record its fires ({driver_message(exc)}); correct the"
+            " schedule and give its timing again ('celery dbeat update'), or remove it"
+        )
+        try:
+            with self._conn.begin_nested():
+                self._conn.execute(
+                    sa.update(S)
+                    .where(S.c.id == row.id, S.c.version == row.version)
+                    .values(next_run_at=None, due_at=None, last_error=error)
+                )
+        except sa.exc.StatementError as again:
+            if not is_refusal(again):
+                raise
+            # Not even the error can be written: leave the row as it is (it is tried again on
+            # the next tick) rather than stop the others.
+            logger.error(
+                "dbeat: schedule %r cannot be set aside: %s", row.name, driver_message(again)
+            )
+            return
+        self.applied.append(Transition(row, next_run_at=None, error=error))
+
+    def _record(
+        self, transitions: Sequence[Transition], lease_until: datetime
+    ) -> tuple[list[Transition], list[PublishRequest]]:
         conn, now = self._conn, self._now
         if conn.dialect.name == "postgresql" and len(transitions) > 1:
             applied = self._compare_and_set_all(transitions)
@@ -168,7 +253,6 @@ class DueBatch:
             for f in t.fires:
                 if (row.id, f.slot) in existing:
                     continue
-                pending = f.status is FireStatus.PENDING
                 inserts.append(
                     {
                         "schedule_id": row.id,
@@ -177,14 +261,16 @@ class DueBatch:
                         "status": f.status.value,
                         "slot_count": f.slot_count,
                         "first_slot": f.first_slot,
+                        "calendar": f.calendar,
+                        "slots": encode_slots(f.slots) if f.slots else None,
                         "task_id": f.task_id,
                         "beat": self._beat,
                         "recorded_at": now,
-                        "lease_until": lease_until if pending else None,
+                        "lease_until": _lease_of(f, lease_until),
                         "attempts": 0,
                     }
                 )
-                if pending:
+                if f.status is FireStatus.PENDING:
                     assert f.task_id is not None
                     published.append(
                         PublishRequest(
@@ -196,12 +282,12 @@ class DueBatch:
                             row.args,
                             row.kwargs,
                             row.options,
+                            lease_until=lease_until,
                         )
                     )
         if inserts:
             conn.execute(sa.insert(F), inserts)
-        self.applied = applied
-        return published
+        return applied, published
 
     def _compare_and_set(self, t: Transition) -> bool:
         """Apply one transition if its row still holds the ``next_run_at`` and ``version`` read."""
@@ -287,21 +373,38 @@ def _peek(engine: Engine, clock: DatabaseClock) -> Peek:
         S.c.next_run_at.is_(None),
         S.c.last_error.is_(None),
     )
-    columns: list[Any] = [plain.scalar_subquery(), jittered.scalar_subquery(), needs]
+    queued = sa.select(sa.func.min(F.c.lease_until)).where(F.c.status == FireStatus.QUEUED.value)
+    columns: list[Any] = [
+        plain.scalar_subquery(),
+        jittered.scalar_subquery(),
+        needs,
+        queued.scalar_subquery(),
+    ]
     if clock.column is not None:
         columns.append(clock.column)
     with engine.connect() as conn:
         row = conn.execute(sa.select(*columns)).one()
     earliest = min((t for t in row[:2] if t is not None), default=None)
-    database_now = clock.read(row[3]) if clock.available else None
-    return Peek(earliest, bool(row[2]), database_now)
+    database_now = clock.read(row[4]) if clock.available else None
+    return Peek(earliest, bool(row[2]), database_now, row[3])
 
 
 @contextmanager
 def claim_due(
-    engine: Engine, clock: DatabaseClock, now: datetime, limit: int, beat: str
+    engine: Engine,
+    clock: DatabaseClock,
+    now: datetime,
+    limit: int,
+    beat: str,
+    late_since: datetime | None = None,
 ) -> Iterator[DueBatch]:
     """Lock up to ``limit`` due schedules (and ones asking for a recompute) in a transaction.
+
+    Schedules due since ``late_since`` (merely late: they came due while beats ran) are taken
+    before those due longer (missed while every beat was down, resolved by their misfire
+    policy), each group oldest first: after a long outage the first pass over every schedule
+    takes a while, and a schedule it has already planned comes due again meanwhile; its on-time
+    slot goes first rather than behind the rest of the pass.
 
     The transaction commits when the block exits normally and rolls back on an exception.
     """
@@ -310,20 +413,28 @@ def claim_due(
         columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))
     with engine.begin() as conn:
         enabled = S.c.enabled == sa.true()
-        queries = [
-            # Due without jitter, by next_run_at; due with jitter, by due_at; asking for a
-            # recompute. Each is a range of the one index.
-            sa.select(*columns)
-            .where(enabled, S.c.due_at.is_(None), S.c.next_run_at <= now)
-            .order_by(S.c.next_run_at),
-            sa.select(*columns).where(enabled, S.c.due_at <= now).order_by(S.c.due_at),
+        # Due without jitter, by next_run_at; due with jitter, by due_at; asking for a recompute.
+        # Each is a range of the one index.
+        plain = (S.c.next_run_at, sa.and_(enabled, S.c.due_at.is_(None)))
+        jittered = (S.c.due_at, enabled)
+        ranges: list[tuple[sa.ColumnElement[Any], sa.ColumnElement[bool]]] = []
+        for column, where in (plain, jittered):
+            if late_since is None:
+                ranges.append((column, sa.and_(where, column <= now)))
+            else:
+                ranges.append((column, sa.and_(where, column >= late_since, column <= now)))
+        if late_since is not None:
+            for column, where in (plain, jittered):
+                ranges.append((column, sa.and_(where, column < late_since)))
+        queries = [sa.select(*columns).where(where).order_by(column) for column, where in ranges]
+        queries.append(
             sa.select(*columns).where(
                 enabled,
                 S.c.due_at.is_(None),
                 S.c.next_run_at.is_(None),
                 S.c.last_error.is_(None),
-            ),
-        ]
+            )
+        )
         rows: list[ScheduleRow] = []
         for query in queries:
             if len(rows) >= limit:
@@ -333,5 +444,7 @@ def claim_due(
                 query = query.with_for_update(skip_locked=True)
             found, problems = read_rows(conn, query)
             _set_aside(conn, found, problems)
-            rows += [ScheduleRow.from_row(r) for r in found if r.id not in problems]
+            rows += [
+                _identified(conn, ScheduleRow.from_row(r)) for r in found if r.id not in problems
+            ]
         yield DueBatch(conn, rows, beat, now, clock.now)

@@ -16,11 +16,12 @@ from .clock import DatabaseClock
 from .due import skips_locked
 from .models import F, S
 from .reading import chunked
-from .schedules import load_schedule
+from .schedules import ensure_uid, load_schedule
 
 __all__ = [
     "PUBLISH_COLUMNS",
     "claim_stale_pending",
+    "extend_leases",
     "fire_history",
     "mark_publish_failed",
     "mark_sent",
@@ -102,8 +103,38 @@ def claim_stale_pending(
                 .values(lease_until=lease_until)
             )
             if result.rowcount == 1:
-                claimed.append(PublishRequest.from_row(r))
+                claimed.append(PublishRequest.from_row(r, lease_until))
     return claimed
+
+
+def extend_leases(
+    engine: Engine,
+    clock: DatabaseClock,
+    task_ids: Sequence[str],
+    held_until: datetime,
+    now: datetime,
+    lease_until: datetime,
+) -> tuple[set[str], datetime]:
+    """Extend the leases of fires this beat holds until ``held_until`` (as recorded) to
+    ``lease_until`` (this beat's clock, moved onto the database's). Returns the task ids still
+    held, and their new lease: a fire another beat took over meanwhile (its lease ran out), or
+    that was sent, is not among them."""
+    kept: set[str] = set()
+    with engine.begin() as conn:
+        _, lease_until = clock.moved(conn, now, lease_until)
+        for chunk in chunked(task_ids):
+            held = sa.and_(F.c.task_id.in_(chunk), F.c.status == FireStatus.PENDING.value)
+            conn.execute(
+                sa.update(F)
+                .where(held, F.c.lease_until == held_until)
+                .values(lease_until=lease_until)
+            )
+            kept.update(
+                conn.execute(
+                    sa.select(F.c.task_id).where(held, F.c.lease_until == lease_until)
+                ).scalars()
+            )
+    return kept, lease_until
 
 
 def record_manual_fire(conn: Connection, name: str, now: datetime) -> str:
@@ -113,7 +144,7 @@ def record_manual_fire(conn: Connection, name: str, now: datetime) -> str:
     Its lease is already over, so the next beat to look for unpublished fires sends it.
     """
     row = load_schedule(conn, name)
-    task_id = fire_task_id(row.name, now, manual=True)
+    task_id = fire_task_id(ensure_uid(conn, row.id, row.uid), now, manual=True)
     conn.execute(
         sa.insert(F),
         [

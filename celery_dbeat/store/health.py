@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..core.fires import FireStatus, RunStatus
-from ..health import HealthCandidate
+from ..core.health import HealthCandidate
 from .models import F, S
 from .reading import chunked
 

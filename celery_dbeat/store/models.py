@@ -1,5 +1,6 @@
-"""The tables: ``dbeat_schedules`` (one row per schedule), ``dbeat_fires`` (one row per fire) and
-``dbeat_beats`` (one heartbeat row per running beat).
+"""The tables: ``dbeat_schedules`` (one row per schedule), ``dbeat_fires`` (one row per fire),
+``dbeat_beats`` (one heartbeat row per running beat), ``dbeat_calendars`` (one row per
+exclusion calendar) and ``dbeat_audit`` (one row per edit).
 
 A fire row is both the history users read and the exactly-once record: the unique key
 ``(schedule_id, slot, manual)`` means a slot can be recorded once, whichever beat gets there.
@@ -28,7 +29,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["B", "Base", "Beat", "F", "Fire", "S", "Schedule"]
+__all__ = ["A", "Audit", "B", "Base", "Beat", "C", "Calendar", "F", "Fire", "S", "Schedule"]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -41,6 +42,10 @@ class Schedule(Base):
     __tablename__ = "dbeat_schedules"
 
     id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    #: The schedule's identity (``celery_dbeat.core.fires``): given when the row is created, kept
+    #: through renames, never reused; task ids and jitter derive from it. NULL only on a row
+    #: inserted by hand, which beat gives one when it first claims the row.
+    uid: Mapped[str | None] = mapped_column(String(32))
     name: Mapped[str] = mapped_column(String(200), unique=True)
     task: Mapped[str] = mapped_column(String(255))
     args: Mapped[str] = mapped_column(Text, default="[]")
@@ -81,10 +86,30 @@ class Schedule(Base):
 
     #: Deterministic jitter window in seconds (``fire_at = slot + H(name, slot) mod jitter``).
     jitter: Mapped[float | None] = mapped_column(Double)
-    #: ``allow`` (NULL), ``skip`` or ``buffer_one``: see :mod:`celery_dbeat.overlap`.
+    #: ``allow`` (NULL), ``skip`` or ``buffer_one``: see :mod:`celery_dbeat.core.overlap`.
     overlap_policy: Mapped[str | None] = mapped_column(String(16))
     #: Seconds after which an unfinished run counts as lost; NULL means ``dbeat_max_run_time``.
     max_run_time: Mapped[float | None] = mapped_column(Double)
+    #: The name of the exclusion calendar (``dbeat_calendars.name``) whose dates are skipped;
+    #: the API refuses an unknown name, and the removal of a calendar still named here.
+    calendar: Mapped[str | None] = mapped_column(String(200))
+    #: Consecutive failed runs after which the worker hook pauses the schedule; NULL: never.
+    pause_after_failures: Mapped[int | None] = mapped_column(Integer)
+    #: Most fires beat's prune keeps in the history, besides ``dbeat_history_retention``.
+    history_limit: Mapped[int | None] = mapped_column(Integer)
+    #: The slot up to which the prunes deleted the schedule's fire records (NULL: none yet; see
+    #: ``store/pruning.py``): a backfill does not send again the slots at or before it that have
+    #: no record, which may have been sent.
+    pruned_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: How many of the schedule's runs failed in a row (the worker hook's reports, in the
+    #: order they finished): reset by a success, kept by a retry or a revocation; what
+    #: ``pause_after_failures`` is compared with, whatever the prunes left of the history.
+    consecutive_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: While paused: who paused it and why (free text), when, and by which path (a
+    #: :class:`PauseSource` value). All NULL while enabled: a resume clears them.
+    pause_note: Mapped[str | None] = mapped_column(String(500))
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    pause_source: Mapped[str | None] = mapped_column(String(16))
     #: The next slot: the source of truth for what is due. NULL on an enabled, unfinished row
     #: without an error asks beat to compute it (and ``due_at``) from now.
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -102,7 +127,11 @@ class Schedule(Base):
 
     # Serves every query beat makes: due rows without jitter (due_at IS NULL, next_run_at range),
     # due rows with jitter (due_at range), and rows asking for a recompute (both NULL).
-    __table_args__ = (Index("ix_dbeat_schedules_due", "enabled", "due_at", "next_run_at"),)
+    __table_args__ = (
+        Index("ix_dbeat_schedules_due", "enabled", "due_at", "next_run_at"),
+        Index("ix_dbeat_schedules_uid", "uid", unique=True),
+        Index("ix_dbeat_schedules_calendar", "calendar"),
+    )
 
     def __repr__(self) -> str:
         return f"<Schedule {self.name!r} {self.kind} next={self.next_run_at}>"
@@ -119,15 +148,29 @@ class Fire(Base):
     slot: Mapped[datetime] = mapped_column(UTCDateTime)
     #: ``True`` for "run now" triggers, which are not slots and never collide with one.
     manual: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Who asked for the fire: NULL for beat's own (on time, catch-up), ``backfill`` for a
+    #: backfill's (``Schedules.backfill``).
+    origin: Mapped[str | None] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16))
-    #: For SKIPPED/DROPPED rows: how many slots the row stands for, and the oldest of them.
+    #: For a SKIPPED row: the calendar that excluded its slots (NULL: the misfire policy).
+    calendar: Mapped[str | None] = mapped_column(String(200))
+    #: For SKIPPED/DROPPED rows and queued runs: how many slots the row stands for, and the
+    #: oldest of them.
     slot_count: Mapped[int] = mapped_column(Integer, default=1)
     first_slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: For a queued run (a QUEUED row standing for several slots of one catch-up or backfill,
+    #: so that recording it costs one insert, not one per slot): each of its slots, oldest
+    #: first, as a JSON list of ISO-8601 instants (:func:`celery_dbeat.core.fires.queued_fires`).
+    #: Its ``task_id`` is NULL; beats turn its slots into fires as they publish them. NULL on
+    #: every other row.
+    slots: Mapped[str | None] = mapped_column(Text)
     task_id: Mapped[str | None] = mapped_column(String(36))
     beat: Mapped[str | None] = mapped_column(String(255))
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     #: A PENDING fire is left to the beat that recorded it until then; after, any beat retries.
+    #: A QUEUED fire is not published before then, and queued fires go out in its order (its
+    #: slot, for a catch-up), so one index serves both: ``ix_dbeat_fires_pending``.
     lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
@@ -173,7 +216,59 @@ class Beat(Base):
         return f"<Beat {self.name!r} seen {self.last_seen_at}>"
 
 
+class Calendar(Base):
+    """A named exclusion calendar (:mod:`celery_dbeat.core.calendars`): the dates, in its zone,
+    on which the schedules naming it do not fire."""
+
+    __tablename__ = "dbeat_calendars"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    timezone: Mapped[str] = mapped_column(String(64))
+    #: JSON list of ``YYYY-MM-DD`` and ``YYYY-MM-DD..YYYY-MM-DD``, sorted and merged.
+    dates: Mapped[str] = mapped_column(Text, default="[]")
+    description: Mapped[str | None] = mapped_column(Text)
+    #: Bumped by every edit; beats cache a calendar by it and read it again when it changes.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    def __repr__(self) -> str:
+        return f"<Calendar {self.name!r} v{self.version}>"
+
+
+class Audit(Base):
+    """One edit of a schedule: who (``actor``, through ``surface``), when (the database's
+    clock), what (``action``) and the change, ``{column: [old, new]}`` as JSON
+    (:mod:`celery_dbeat.core.audit`). Written in the edit's transaction, insert only, with no
+    foreign key (no lock on the schedule; the trail of a removed schedule stays); pruned by
+    age (``dbeat_audit_retention``)."""
+
+    __tablename__ = "dbeat_audit"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor: Mapped[str] = mapped_column(String(255))
+    surface: Mapped[str] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(32))
+    #: The schedule's name after the edit (before it, for a removal) and its identity.
+    schedule_name: Mapped[str | None] = mapped_column(String(200))
+    schedule_uid: Mapped[str | None] = mapped_column(String(32))
+    changes: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        Index("ix_dbeat_audit_at", "at"),
+        Index("ix_dbeat_audit_schedule_name", "schedule_name"),
+        Index("ix_dbeat_audit_schedule_uid", "schedule_uid"),
+    )
+
+    def __repr__(self) -> str:
+        return f"<Audit {self.action} {self.schedule_name!r} by {self.actor}>"
+
+
 #: The tables, for the store's SQL (Core statements, not the ORM).
 S = cast(sa.Table, Schedule.__table__)
 F = cast(sa.Table, Fire.__table__)
 B = cast(sa.Table, Beat.__table__)
+C = cast(sa.Table, Calendar.__table__)
+A = cast(sa.Table, Audit.__table__)

@@ -2,12 +2,13 @@
 
 * :func:`record_runs` applies the worker hook's events (started, retried, finished) to fire
   rows, keyed by the deterministic task id, in one statement per flush (one by one when a value
-  of one event made that statement fail, so that the others are still written).
+  of one event made that statement fail, so that the others are still written), and pauses the
+  schedules whose ``pause_after_failures`` a failed run completes.
 * :func:`run_states` tells the planner, per schedule, whether a run is still going and whether a
   fire is buffered behind it; :func:`release_buffered` hands buffered fires to the publisher
   once their schedule's run is over.
-* :func:`prune_history` deletes old history in bounded batches, never a fire that still has to
-  be published.
+* :func:`prune_history` deletes old history (by age, and beyond each schedule's
+  ``history_limit``) in bounded batches, never a fire that still has to be published.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,15 +24,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
-from ..overlap import OverlapPolicy, RunState
+from ..core.overlap import OverlapPolicy, RunState
 from .database import Store
 from .fires import PUBLISH_COLUMNS
 from .models import F, S
+from .outcomes import FailurePause, count_outcomes, lock_outcomes
+from .pruning import FIRE_COLUMNS, delete_in_batches, forget_fires
 
 __all__ = [
+    "FailurePause",
+    "RecordedRuns",
     "RejectedRun",
     "RunEvent",
     "prune_history",
+    "prune_history_limits",
     "recent_successes",
     "record_runs",
     "release_buffered",
@@ -42,7 +48,7 @@ __all__ = [
 _IN_FLIGHT = (FireStatus.PENDING.value, FireStatus.SENT.value)
 _LIVE = (*_IN_FLIGHT, FireStatus.BUFFERED.value)
 #: History rows that are never pruned: they still have to be published.
-_UNPUBLISHED = (FireStatus.PENDING.value, FireStatus.BUFFERED.value)
+_UNPUBLISHED = (FireStatus.PENDING.value, FireStatus.QUEUED.value, FireStatus.BUFFERED.value)
 
 
 @dataclass(frozen=True)
@@ -116,17 +122,28 @@ def _refused_value(exc: BaseException) -> bool:
     return isinstance(exc, (sa.exc.StatementError, ValueError, TypeError, OverflowError))
 
 
-def record_runs(engine: Engine, events: Sequence[RunEvent]) -> list[RejectedRun]:
-    """Apply worker events to the fires they belong to (events of other tasks match no row).
+@dataclass(frozen=True)
+class RecordedRuns:
+    """What :func:`record_runs` did besides writing: the runs refused, the schedules paused."""
+
+    rejected: list[RejectedRun] = field(default_factory=list)
+    paused: list[FailurePause] = field(default_factory=list)
+
+
+def record_runs(engine: Engine, events: Sequence[RunEvent]) -> RecordedRuns:
+    """Apply worker events to the fires they belong to (events of other tasks match no row),
+    and pause the schedules whose ``pause_after_failures`` they complete
+    (:func:`~celery_dbeat.store.outcomes.count_outcomes`), in the same transaction.
 
     A run that already finished is not reopened by a late or redelivered "started". When the
-    database refuses a value of one run, the runs are written again one by one, each in a
-    savepoint, and the runs refused for their own values are returned, not written. Raises
-    (having written nothing) when the database cannot be written: retrying later loses nothing.
+    database refuses a value of one run, the runs are tried one by one, each in a savepoint,
+    and the others written; the runs refused for their own values are returned, not written.
+    Raises (having written nothing) when the database cannot be written: retrying later loses
+    nothing.
     """
     updates = _fold(events)
     if not updates:
-        return []
+        return RecordedRuns()
     final = sa.bindparam("t_finished", type_=F.c.finished_at.type)
     statement = (
         sa.update(F)
@@ -146,23 +163,41 @@ def record_runs(engine: Engine, events: Sequence[RunEvent]) -> list[RejectedRun]
         )
     )
     try:
-        with engine.begin() as conn:
-            conn.execute(statement, updates)
-        return []
+        return _write_runs(engine, statement, updates)
     except Exception as exc:
         if not _refused_value(exc):
             raise
+    # Which runs the database refuses, each tried in a savepoint of a transaction rolled back
+    # (the outcomes are counted under locks taken before the runs are written), then the rest.
     rejected: list[RejectedRun] = []
+    with engine.connect() as conn:
+        trying = conn.begin()
+        try:
+            for update in updates:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(statement, [update])
+                except Exception as exc:
+                    if not _refused_value(exc):
+                        raise
+                    rejected.append(RejectedRun(update["t_id"], exc))
+        finally:
+            trying.rollback()
+    refused = {r.task_id for r in rejected}
+    written = _write_runs(engine, statement, [u for u in updates if u["t_id"] not in refused])
+    return RecordedRuns(rejected, written.paused)
+
+
+def _write_runs(
+    engine: Engine, statement: sa.Update, updates: Sequence[dict[str, Any]]
+) -> RecordedRuns:
+    """Write ``updates`` in one statement and count their outcomes, in one transaction."""
+    if not updates:
+        return RecordedRuns()
     with engine.begin() as conn:
-        for update in updates:
-            try:
-                with conn.begin_nested():
-                    conn.execute(statement, [update])
-            except Exception as exc:
-                if not _refused_value(exc):
-                    raise
-                rejected.append(RejectedRun(update["t_id"], exc))
-    return rejected
+        outcomes = lock_outcomes(conn, updates)
+        conn.execute(statement, updates)
+        return RecordedRuns(paused=count_outcomes(conn, outcomes, updates))
 
 
 def _state(
@@ -240,7 +275,7 @@ def release_buffered(
                 .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
             )
             if done.rowcount == 1:
-                released.append(PublishRequest.from_row(r))
+                released.append(PublishRequest.from_row(r, lease_until))
     return released
 
 
@@ -248,24 +283,59 @@ def prune_history(
     engine: Engine, before: datetime, *, batch: int = 1000, budget: float = 0.2
 ) -> int:
     """Delete fires whose slot is older than ``before``, ``batch`` rows per transaction, for at
-    most ``budget`` seconds; return how many. Unpublished fires are kept whatever their age."""
+    most ``budget`` seconds; return how many. Unpublished fires are kept whatever their age.
+    Each schedule's ``pruned_until`` follows (:func:`~celery_dbeat.store.pruning.forget_fires`)."""
+    return delete_in_batches(
+        engine,
+        F,
+        sa.and_(F.c.slot < before, F.c.status.not_in(_UNPUBLISHED)),
+        F.c.slot,
+        batch=batch,
+        budget=budget,
+        columns=FIRE_COLUMNS,
+        delete=forget_fires,
+    )
+
+
+def prune_history_limits(
+    engine: Engine, after: int = 0, *, batch: int = 1000, budget: float = 0.2
+) -> tuple[int, int]:
+    """Delete the fires of each schedule beyond its ``history_limit`` newest (by slot), visiting
+    schedules in id order from the one after ``after``, ``batch`` rows per transaction, for at
+    most ``budget`` seconds. Returns how many fires were deleted and the ``after`` of the next
+    call (``0`` once the last schedule was visited: start again from the first). Unpublished
+    fires are kept and not counted; the schedule's ``pruned_until`` follows."""
     deleted = 0
     deadline = time.monotonic() + budget
     while True:
-        with engine.begin() as conn:
-            ids = list(
-                conn.execute(
-                    sa.select(F.c.id)
-                    .where(F.c.slot < before, F.c.status.not_in(_UNPUBLISHED))
-                    .order_by(F.c.slot)
-                    .limit(batch)
-                ).scalars()
-            )
-            if ids:
-                conn.execute(sa.delete(F).where(F.c.id.in_(ids)))
-        deleted += len(ids)
-        if len(ids) < batch or time.monotonic() > deadline:
-            return deleted
+        with engine.connect() as conn:
+            limited = conn.execute(
+                sa.select(S.c.id, S.c.history_limit)
+                .where(S.c.id > after, S.c.history_limit.is_not(None))
+                .order_by(S.c.id)
+                .limit(100)
+            ).all()
+        if not limited:
+            return deleted, 0
+        for schedule_id, limit in limited:
+            while True:
+                with engine.begin() as conn:
+                    fires = conn.execute(
+                        sa.select(*FIRE_COLUMNS)
+                        .where(F.c.schedule_id == schedule_id, F.c.status.not_in(_UNPUBLISHED))
+                        .order_by(F.c.slot.desc(), F.c.id.desc())
+                        .limit(batch)
+                        .offset(limit)
+                    ).all()
+                    forget_fires(conn, fires)
+                deleted += len(fires)
+                done = len(fires) < batch
+                if time.monotonic() > deadline:
+                    # Unless it is done, this schedule may keep more: start again from it.
+                    return deleted, schedule_id if done else schedule_id - 1
+                if done:
+                    break
+            after = schedule_id
 
 
 def recent_successes(engine: Engine, since: datetime) -> list[tuple[str, datetime]]:

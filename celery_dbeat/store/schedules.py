@@ -1,6 +1,6 @@
 """Schedules: the management API's writes of definitions, and its reads.
 
-Every write validates through :class:`~celery_dbeat.definitions.Definition` and moves
+Every write validates through :class:`~celery_dbeat.core.definitions.Definition` and moves
 ``next_run_at`` by one rule: a timing change recomputes it from the edit time (never before a
 slot already recorded), a payload change keeps it. Every write bumps the row's ``version``, so a
 beat that read the row before the edit cannot record a fire from the old definition. The config
@@ -16,10 +16,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from ..core.states import OTHERWISE, RULE, STATES
-from ..definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
-from ..errors import ScheduleExists, ScheduleNotFound, ValidationError
-from ..planning import due_times
+from ..core.definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
+from ..core.errors import ScheduleChanged, ScheduleExists, ScheduleNotFound, ValidationError
+from ..core.fires import new_uid
+from ..core.planning import due_times
+from ..core.states import OTHERWISE, RULE, STATES, PauseSource
+from .calendars import require_calendars
 from .models import F, S
 from .reading import chunked, read_rows
 
@@ -27,17 +29,21 @@ __all__ = [
     "API_ORIGIN",
     "CONFIG_ORIGIN",
     "REMOVED_ORIGIN",
+    "RESUMED",
     "changed",
     "count_due",
     "create_schedule",
     "create_schedules",
     "delete_schedule",
     "due_schedules",
+    "ensure_uid",
     "failing_schedules",
     "list_schedules",
     "load_schedule",
     "lock_schedules",
     "new_row",
+    "pause_values",
+    "paused_counts",
     "retimed",
     "set_enabled",
     "state_counts",
@@ -55,12 +61,14 @@ CONFIG_ORIGIN = "config"
 REMOVED_ORIGIN = "config:removed"
 
 
-def _upcoming(definition: Definition, anchor: datetime, after: datetime) -> dict[str, Any]:
-    """``next_run_at`` (first slot after ``after``) and its ``due_at``."""
+def _upcoming(
+    definition: Definition, uid: str, anchor: datetime, after: datetime
+) -> dict[str, Any]:
+    """``next_run_at`` (first slot after ``after``) and its ``due_at`` (jitter hashes ``uid``)."""
     jitter = None if definition.jitter is None else timedelta(seconds=definition.jitter)
     slots = definition.timing(anchor).slots_after(after)
     try:
-        first = next(due_times(definition.name, slots, jitter), None)
+        first = next(due_times(uid, slots, jitter), None)
     except (ArithmeticError, ValueError) as exc:
         # Validation bounds every instant; a spec whose next slot still leaves the calendar
         # (year 9999) is refused here rather than stored unusable.
@@ -73,11 +81,14 @@ def _upcoming(definition: Definition, anchor: datetime, after: datetime) -> dict
 
 
 def new_row(definition: Definition, origin: str, now: datetime) -> dict[str, Any]:
+    """The columns of a new schedule: a new identity (``uid``), whatever its name was before."""
     anchor = definition.start_at or now
-    upcoming = _upcoming(definition, anchor, now)
+    uid = new_uid()
+    upcoming = _upcoming(definition, uid, anchor, now)
     return dict(
         definition.columns(),
         **upcoming,
+        uid=uid,
         name=definition.name,
         origin=origin,
         config_enabled=definition.enabled if origin == CONFIG_ORIGIN else None,
@@ -102,9 +113,11 @@ def retimed(definition: Definition, row: Row[Any], now: datetime) -> dict[str, A
     kept = row.anchor_at or row.created_at
     anchor = definition.start_at or (now if spec_changed or kept is None else kept)
     after = now if row.last_slot is None else max(now, row.last_slot)
-    upcoming = _upcoming(definition, anchor, after)
+    identity = {} if row.uid is not None else {"uid": new_uid()}  # a row inserted by hand
+    upcoming = _upcoming(definition, row.uid or identity["uid"], anchor, after)
     return dict(
         upcoming,
+        **identity,
         anchor_at=anchor,
         last_error=None,
         finished_at=None if upcoming["next_run_at"] is not None else now,
@@ -118,6 +131,15 @@ def changed(definition: Definition, row: Row[Any]) -> tuple[bool, bool]:
     return timing, payload
 
 
+def ensure_uid(conn: Connection, schedule_id: int, uid: str | None) -> str:
+    """The schedule's ``uid`` (``uid``, as read); a row inserted by hand without one is given
+    one now."""
+    if uid is not None:
+        return uid
+    conn.execute(sa.update(S).where(S.c.id == schedule_id, S.c.uid.is_(None)).values(uid=new_uid()))
+    return str(conn.execute(sa.select(S.c.uid).where(S.c.id == schedule_id)).scalar_one())
+
+
 def load_schedule(conn: Connection, name: str) -> Row[Any]:
     rows, _ = read_rows(conn, sa.select(S).where(S.c.name == name))
     if not rows:
@@ -128,6 +150,7 @@ def load_schedule(conn: Connection, name: str) -> Row[Any]:
 def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
     if conn.execute(sa.select(S.c.id).where(S.c.name == definition.name)).first() is not None:
         raise ScheduleExists(definition.name)
+    require_calendars(conn, [definition.calendar])
     try:
         with conn.begin_nested():
             conn.execute(sa.insert(S), [new_row(definition, API_ORIGIN, now)])
@@ -147,6 +170,7 @@ def create_schedules(conn: Connection, definitions: Sequence[Definition], now: d
         taken = conn.execute(sa.select(S.c.name).where(S.c.name.in_(chunk)).limit(1)).first()
         if taken is not None:
             raise ScheduleExists(taken.name)
+    require_calendars(conn, [d.calendar for d in definitions])
     try:
         with conn.begin_nested():
             conn.execute(sa.insert(S), [new_row(d, API_ORIGIN, now) for d in definitions])
@@ -161,9 +185,8 @@ def _write(conn: Connection, row: Row[Any], values: dict[str, Any], now: datetim
         .values(updated_at=now, version=row.version + 1, **values)
     )
     if result.rowcount != 1:
-        raise ValidationError(
-            "name", row.name, "was changed by someone else at the same time; try again"
-        )
+        # The row's version moved since ``row`` was read: another writer's edit would be lost.
+        raise ScheduleChanged(row.name)
 
 
 def update_schedule(
@@ -180,6 +203,8 @@ def update_schedule(
     values = _updated_columns(definition, row, now)
     if values is None:
         return False
+    if definition.calendar != row.calendar:
+        require_calendars(conn, [definition.calendar])
     if definition.name == row.name:
         _write(conn, row, values, now)
         return True
@@ -192,12 +217,23 @@ def update_schedule(
 
 
 def _updated_columns(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any] | None:
-    """The columns that store ``definition`` over ``row``; ``None`` if nothing changed."""
+    """The columns that store ``definition`` over ``row``; ``None`` if nothing changed.
+
+    A row in error is stored again, timing included, even when nothing changed: saving it as it
+    is (the CLI's ``update``, an admin form) is how a person clears the error once its cause is
+    corrected, or replaces a stored value that cannot be read (``reading.py``: it reads as NULL,
+    and is written back as NULL, or as the value given)."""
     timing_changed, payload_changed = changed(definition, row)
-    if not (timing_changed or payload_changed or definition.name != row.name):
+    in_error = row.last_error is not None
+    if not (timing_changed or payload_changed or in_error or definition.name != row.name):
         return None
     values = dict(definition.columns(), name=definition.name)
-    if timing_changed:
+    if in_error:
+        if row.last_slot is None:
+            values["last_slot"] = None
+        if row.created_at is None:
+            values["created_at"] = now
+    if timing_changed or in_error:
         values.update(retimed(definition, row, now))
         if values["next_run_at"] is None:
             values["enabled"] = False
@@ -228,6 +264,7 @@ def update_schedules(
 ) -> int:
     """Store each definition over its row (rows from :func:`lock_schedules`, no renames), with
     one ``executemany`` per set of changed columns. Returns how many rows changed."""
+    require_calendars(conn, [d.calendar for row, d in updates if d.calendar != row.calendar])
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row, definition in updates:
         assert definition.name == row.name, "no renames in a batch (Schedules.update_many)"
@@ -244,19 +281,39 @@ def update_schedules(
     return sum(len(params) for params in groups.values())
 
 
-def set_enabled(
-    conn: Connection, name: str, enabled: bool, now: datetime, *, catch_up: bool = False
-) -> bool:
-    """Pause or resume. Returns whether the row changed.
+#: The columns a resume clears.
+RESUMED = {"pause_note": None, "paused_at": None, "pause_source": None}
 
-    Resuming recomputes ``next_run_at`` from now, so the slots that fell inside the pause are not
-    fired, unless ``catch_up`` keeps it: then they go through the misfire policy on the next tick.
+
+def pause_values(note: str | None, source: PauseSource, at: datetime) -> dict[str, Any]:
+    """The columns a pause sets besides ``enabled`` (a resume clears them: :data:`RESUMED`)."""
+    return {"pause_note": note, "paused_at": at, "pause_source": source.value}
+
+
+def set_enabled(
+    conn: Connection,
+    name: str,
+    enabled: bool,
+    now: datetime,
+    *,
+    catch_up: bool = False,
+    note: str | None = None,
+) -> bool:
+    """Pause (with ``note``, validated by the caller) or resume. Returns whether the row changed.
+
+    A pause records its note, its time and that a person made it; pausing a paused schedule
+    with a note replaces the note only. A resume clears all three. Resuming recomputes
+    ``next_run_at`` from now, so the slots that fell inside the pause are not fired, unless
+    ``catch_up`` keeps it: then they go through the misfire policy on the next tick.
     """
     row = load_schedule(conn, name)
     if not enabled:
         if not row.enabled:
-            return False
-        _write(conn, row, {"enabled": False}, now)
+            if note is None or note == row.pause_note:
+                return False
+            _write(conn, row, {"pause_note": note}, now)
+            return True
+        _write(conn, row, {"enabled": False, **pause_values(note, PauseSource.PERSON, now)}, now)
         return True
     if row.enabled:
         return False
@@ -264,7 +321,7 @@ def set_enabled(
         raise ValidationError(
             "name", name, "has finished (no slot left); update its timing or bounds to revive it"
         )
-    values: dict[str, Any] = {"enabled": True}
+    values: dict[str, Any] = {"enabled": True, **RESUMED}
     if not catch_up or row.next_run_at is None:
         # From the resume on: the slots of the pause are not fired, the first after it is.
         try:
@@ -341,6 +398,20 @@ def state_expression(table: sa.Table = S) -> sa.ColumnElement[str]:
         for state, column, test in RULE
     ]
     return sa.case(*whens, else_=OTHERWISE)
+
+
+def paused_counts(conn: Connection) -> dict[str, int]:
+    """How many schedules are paused, by :class:`PauseSource` (``unknown``: paused before the
+    source was recorded); every source is present."""
+    source = sa.func.coalesce(S.c.pause_source, "unknown").label("source")
+    rows = conn.execute(
+        sa.select(source, sa.func.count())
+        .where(S.c.enabled == sa.false(), S.c.finished_at.is_(None), S.c.last_error.is_(None))
+        .group_by(source)
+    )
+    counts = dict.fromkeys([*(p.value for p in PauseSource), "unknown"], 0)
+    counts.update({name: int(n) for name, n in rows})
+    return counts
 
 
 def state_counts(conn: Connection) -> dict[str, int]:

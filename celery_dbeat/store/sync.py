@@ -1,5 +1,15 @@
 """Beat's ``beat_schedule`` sync: upsert the app's entries by name, disable the rows of entries
-no longer listed. Idempotent, safe with several beats starting at once."""
+no longer listed. Idempotent, safe with several beats starting at once.
+
+The work is split into chunks of :data:`CHUNK` entries, and each chunk into a read, the work of
+comparing and computing (outside any transaction), and a write transaction that holds nothing
+but its statements, each update a compare-and-set on the row's version: 100,000 entries in one
+transaction kept it open (and, between its statements, idle while Python computed) for longer
+than PostgreSQL's ``idle_in_transaction_session_timeout`` on a slow host, which ended it, and
+beat started the whole sync over, for ever. Each entry stands alone (created, updated or left
+by name), so a sync cut short by a crash leaves every entry it reached synced, and the next one
+finishes; a chunk another beat's sync wrote first is read and computed again.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +21,29 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from ..definitions import Definition
+from ..core.audit import Action, changes
+from ..core.definitions import Definition
+from ..core.states import PauseSource
+from .audit import SYNC_ACTOR, record, row_entry
 from .models import S
 from .reading import chunked, read_rows
-from .schedules import CONFIG_ORIGIN, REMOVED_ORIGIN, changed, new_row, retimed
+from .schedules import (
+    CONFIG_ORIGIN,
+    REMOVED_ORIGIN,
+    RESUMED,
+    changed,
+    new_row,
+    pause_values,
+    retimed,
+)
 
 if TYPE_CHECKING:
     from .database import Store
 
-__all__ = ["SyncReport", "sync_config"]
+__all__ = ["CONFIG_PAUSE_NOTE", "SyncReport", "sync_config"]
+
+#: The note of a pause that ``enabled: False`` in ``beat_schedule`` made.
+CONFIG_PAUSE_NOTE = "disabled in beat_schedule (enabled: False)"
 
 
 @dataclass
@@ -31,23 +55,46 @@ class SyncReport:
     #: Names already used by a schedule another surface owns; left untouched.
     conflicts: list[str] = field(default_factory=list)
 
+    def merge(self, other: SyncReport) -> None:
+        for name in ("created", "updated", "unchanged", "disabled", "conflicts"):
+            getattr(self, name).extend(getattr(other, name))
+
 
 class _Changed(Exception):
     """A row changed under the sync; start over."""
 
 
-def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetime) -> SyncReport:
-    report = SyncReport()
-    names = [d.name for d in definitions]
-    existing: dict[str, Row[Any]] = {}
-    for chunk in chunked(names):
-        rows, _ = read_rows(conn, sa.select(S).where(S.c.name.in_(chunk)))
-        existing.update((r.name, r) for r in rows)
-    inserts: list[dict[str, Any]] = []
+#: Entries synced per write transaction.
+CHUNK = 500
+
+
+@dataclass
+class _Writes:
+    """What one chunk of the sync writes: new rows, ``(id, version, values)`` updates, and
+    their audit entries (actor ``beat_schedule``, surface ``sync``)."""
+
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    updates: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _compare(
+    definitions: Sequence[Definition], rows: Sequence[Row[Any]], now: datetime, report: SyncReport
+) -> _Writes:
+    """The writes that bring ``rows`` (the stored rows of ``definitions``' names) to
+    ``definitions``, computed outside any transaction."""
+    existing: dict[str, Row[Any]] = {r.name: r for r in rows}
+    writes = _Writes()
     for d in definitions:
         row = existing.get(d.name)
         if row is None:
-            inserts.append(new_row(d, CONFIG_ORIGIN, now))
+            created = new_row(d, CONFIG_ORIGIN, now)
+            writes.inserts.append(created)
+            writes.audit.append(
+                row_entry(
+                    SYNC_ACTOR, Action.CREATE, now, d.name, created["uid"], changes(None, created)
+                )
+            )
             report.created.append(d.name)
             continue
         if row.origin not in (CONFIG_ORIGIN, REMOVED_ORIGIN):
@@ -71,30 +118,86 @@ def _sync_once(conn: Connection, definitions: Sequence[Definition], now: datetim
         )
         if toggled and not d.enabled:
             values["enabled"] = False
+            if row.enabled:
+                values.update(pause_values(CONFIG_PAUSE_NOTE, PauseSource.CONFIG, now))
         elif timing_changed or revived or toggled:
             values.update(retimed(d, row, now))
             # A pause made elsewhere survives a timing edit; a finished row may live again.
             paused = not row.enabled and row.finished_at is None and not (toggled or revived)
             values["enabled"] = d.enabled and values["next_run_at"] is not None and not paused
+            if values["enabled"]:
+                values.update(RESUMED)
+        writes.updates.append((row.id, row.version, values))
+        change = changes(dict(row._mapping), {**row._mapping, **values})
+        writes.audit.append(row_entry(SYNC_ACTOR, Action.UPDATE, now, d.name, row.uid, change))
+        report.updated.append(d.name)
+    return writes
+
+
+def _write(conn: Connection, writes: _Writes) -> None:
+    for row_id, version, values in writes.updates:
         result = conn.execute(
-            sa.update(S).where(S.c.id == row.id, S.c.version == row.version).values(**values)
+            sa.update(S).where(S.c.id == row_id, S.c.version == version).values(**values)
         )
         if result.rowcount != 1:
-            raise _Changed(d.name)
-        report.updated.append(d.name)
-    if inserts:
-        conn.execute(sa.insert(S), inserts)
-    listed = set(names)
-    configured = conn.execute(sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN)).scalars()
-    gone = sorted(name for name in configured if name not in listed)
-    for chunk in chunked(gone):
-        conn.execute(
-            sa.update(S)
-            .where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(chunk))
-            .values(enabled=False, origin=REMOVED_ORIGIN, updated_at=now, version=S.c.version + 1)
-        )
-    report.disabled.extend(gone)
-    return report
+            raise _Changed(row_id)
+    if writes.inserts:
+        conn.execute(sa.insert(S), writes.inserts)
+    record(conn, writes.audit)
+
+
+def _sync_chunk(
+    store: Store, definitions: Sequence[Definition], now: datetime, dry_run: bool
+) -> SyncReport:
+    names = [d.name for d in definitions]
+    for attempt in range(3):
+        report = SyncReport()
+        with store.engine.connect() as conn:
+            at = store.clock.now(conn, now)
+            rows, _ = read_rows(conn, sa.select(S).where(S.c.name.in_(names)))
+        writes = _compare(definitions, rows, at, report)
+        if dry_run:
+            return report
+        try:
+            with store.engine.begin() as conn:
+                _write(conn, writes)
+            return report
+        except (sa.exc.IntegrityError, _Changed):
+            # Another beat starting at the same time synced some of these entries first.
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _disable(conn: Connection, names: Sequence[str], at: datetime) -> None:
+    """Disable the config rows ``names`` (their entries left ``beat_schedule``), recording each
+    row this transaction changed (locked as read, so another beat's sync cannot have done it)."""
+    query = sa.select(S).where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(names))
+    if conn.dialect.name != "sqlite":  # SQLite's writer holds the whole database already
+        query = query.with_for_update()
+    rows, _ = read_rows(conn, query)
+    if not rows:
+        return
+    values = {"enabled": False, "origin": REMOVED_ORIGIN, "updated_at": at}
+    conn.execute(
+        sa.update(S)
+        .where(S.c.id.in_([r.id for r in rows]))
+        .values(version=S.c.version + 1, **values)
+    )
+    record(
+        conn,
+        [
+            row_entry(
+                SYNC_ACTOR,
+                Action.DISABLE,
+                at,
+                r.name,
+                r.uid,
+                changes(dict(r._mapping), {**r._mapping, **values}),
+            )
+            for r in rows
+        ],
+    )
 
 
 def sync_config(
@@ -104,17 +207,21 @@ def sync_config(
 
     Idempotent: an unchanged entry touches nothing; a changed timing spec recomputes
     ``next_run_at`` from now; a changed payload keeps it. Several beats may run this at once.
-    ``now`` (the caller's clock) gives way to the database clock (``store.clock``).
-    ``dry_run``: the same report, with every write rolled back.
+    ``now`` (the caller's clock) gives way to the database clock (``store.clock``). One
+    write transaction per :data:`CHUNK` entries (see the module docstring).
+    ``dry_run``: the same report, writing nothing.
     """
-    for attempt in range(3):
-        try:
-            with store.engine.connect() as conn, conn.begin() as transaction:
-                report = _sync_once(conn, definitions, store.clock.now(conn, now))
-                if dry_run:
-                    transaction.rollback()
-                return report
-        except (sa.exc.IntegrityError, _Changed):
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    report = SyncReport()
+    for entries in chunked(definitions, CHUNK):
+        report.merge(_sync_chunk(store, entries, now, dry_run))
+    listed = {d.name for d in definitions}
+    with store.engine.connect() as conn:
+        configured = conn.execute(sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN))
+        gone = sorted(name for name in configured.scalars() if name not in listed)
+    if not dry_run:
+        for names in chunked(gone, CHUNK):
+            with store.engine.begin() as conn:
+                at = store.clock.now(conn, now)
+                _disable(conn, names, at)
+    report.disabled.extend(gone)
+    return report

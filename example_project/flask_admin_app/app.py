@@ -25,8 +25,8 @@ from flask_admin.menu import MenuLink
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.contrib.flask import TaskNames, init_admin
+from celery_dbeat.core.urls import mask_url
 from celery_dbeat.store import migrate
-from celery_dbeat.urls import mask_url
 
 EXAMPLE_PROJECT = Path(__file__).resolve().parent.parent
 # The same default as example_project/proj/celery.py.

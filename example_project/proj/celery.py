@@ -55,7 +55,7 @@ app.conf.update(
     dbeat_redis_url=os.environ.get("DBEAT_REDIS_URL") or None,
     dbeat_max_interval=1,
     # Workers record how each fire ran (started, finished, outcome) in the fire history.
-    imports=["celery_dbeat.worker"],
+    imports=["celery_dbeat.beat.worker"],
     # The demo names its beats so the summary can say which one sent what.
     **(
         {"dbeat_instance_name": os.environ["EXAMPLE_BEAT_NAME"]}

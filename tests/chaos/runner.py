@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from celery import Celery
 
 from celery_dbeat.beat_schedule import definitions_from_app
@@ -183,11 +184,15 @@ class Chaos:
                 self.harness.stop(proc)
         left = self.left_in_queue()
         messages = self.judged = self.messages() + left
+        with self.harness.engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT name, uid FROM dbeat_schedules")).all()
+        uids = {str(name): str(uid) for name, uid in rows}
         outcome = judge(
             self.scenario,
             self.schedules,
             messages,
             expected,
+            uids=uids,
             judged_until=judged_until,
             beats=len(beats),
             events=self.harness.events,

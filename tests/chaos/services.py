@@ -120,7 +120,9 @@ class PostgresCluster:
     (``clock.set("+330s")``), as if time had passed for everything that reads it.
     """
 
-    def __init__(self, *, faketime: bool = False) -> None:
+    def __init__(self, *, faketime: bool = False, options: dict[str, object] | None = None) -> None:
+        """``options``: ``postgresql.conf`` settings over the ones for speed (no fsync); the
+        benchmarks turn durability back on to measure what a fire costs a real server."""
         self.initdb = _binary("initdb", "/usr/lib/postgresql/*/bin/initdb")
         self.pg_ctl = _binary("pg_ctl", "/usr/lib/postgresql/*/bin/pg_ctl")
         self.port = free_port()
@@ -148,6 +150,7 @@ class PostgresCluster:
             "full_page_writes": "off",
             "max_connections": 200,
             "log_min_messages": "warning",
+            **(options or {}),
         }
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.writelines(f"{key} = '{value}'\n" for key, value in options.items())

@@ -18,13 +18,21 @@ It is configured only from environment variables, which :mod:`tests.e2e.harness`
     JSON object of ``dbeat_*`` settings for this process (database URL, lock settings,
     instance name, ...). ``null`` values are passed as ``None``.
 ``DBEAT_E2E_TRACK_RUNS``
-    When set, the worker loads the run-tracking hook (``celery_dbeat.worker``).
+    When set, the worker loads the run-tracking hook (``celery_dbeat.beat.worker``).
+``DBEAT_E2E_PUBLISH_DELAY``
+    Seconds a beat waits before each publish: a slow broker, or a beat with less capacity than
+    its load (overload tests), whatever the machine's speed.
 ``DBEAT_E2E_SCHEDULES``
     JSON object ``{name: {"cron": expr} | {"every": seconds}}``. Each becomes a
     ``beat_schedule`` entry sending ``e2e.record(name)``. A spec may also hold the entry keys
     ``start_at`` (ISO-8601 with an offset), ``misfire_policy``, ``misfire_grace`` and
     ``catchup_limit``, ``overlap_policy``, ``max_run_time``, and ``task`` (``e2e.sleep`` or
     ``e2e.fail`` instead of ``e2e.record``) with extra ``args`` after the schedule name.
+
+Every message a beat publishes carries the headers ``dbeat_e2e_published_at`` (the beat's
+``time.time()`` as it sends it) and ``dbeat_e2e_published_by`` (its ``dbeat_instance_name``),
+which the worker records: the judges place each copy of a fire by who published it and when,
+not by when a busy worker got to it.
 """
 
 from __future__ import annotations
@@ -54,6 +62,8 @@ ENTRY_KEYS = (
     "catchup_limit",
     "overlap_policy",
     "max_run_time",
+    "pause_after_failures",
+    "history_limit",
 )
 
 
@@ -73,7 +83,10 @@ def is_redis_url(url: str) -> bool:
 
 
 def beat_schedule(schedules: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The ``beat_schedule`` entries of ``DBEAT_E2E_SCHEDULES``-style ``schedules``."""
+    """The ``beat_schedule`` entries of ``DBEAT_E2E_PUBLISH_DELAY``
+        Seconds a beat waits before each publish: a slow broker, or a beat with less capacity than
+        its load (overload tests), whatever the machine's speed.
+    ``DBEAT_E2E_SCHEDULES``-style ``schedules``."""
     if not schedules:
         return {}
     from celery_dbeat import Cron, Every
@@ -143,6 +156,16 @@ def _announce(role: str) -> None:
     _redis().rpush(ready_key(PREFIX), json.dumps(entry))
 
 
+#: The headers each published message carries: when and by which beat it was sent.
+PUBLISHED_AT, PUBLISHED_BY = "dbeat_e2e_published_at", "dbeat_e2e_published_by"
+
+
+def _stamp(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    if headers is not None:
+        headers[PUBLISHED_AT] = time.time()
+        headers[PUBLISHED_BY] = SETTINGS.get("dbeat_instance_name")
+
+
 @signals.worker_ready.connect
 def _worker_ready(**_: Any) -> None:
     _announce("worker")
@@ -150,7 +173,9 @@ def _worker_ready(**_: Any) -> None:
 
 @signals.beat_init.connect
 def _beat_ready(**_: Any) -> None:
-    # Sent by beat's Service.start once the scheduler exists (setup_schedule has run).
+    # Sent by beat's Service.start once the scheduler exists (setup_schedule has run). Stamped
+    # from now on, in beat processes only: the test process imports this module too.
+    signals.before_task_publish.connect(_stamp)
     _announce("beat")
 
 
@@ -191,5 +216,17 @@ def fail(self: Any, schedule_name: str) -> None:
     raise RuntimeError(f"{schedule_name} failed on purpose")
 
 
+if os.environ.get("DBEAT_E2E_PUBLISH_DELAY"):
+    from celery_dbeat.beat.scheduler import Scheduler
+
+    _DELAY = float(os.environ["DBEAT_E2E_PUBLISH_DELAY"])
+    _publish = Scheduler._publish
+
+    def _slow_publish(self: Scheduler, *args: Any) -> None:
+        time.sleep(_DELAY)
+        _publish(self, *args)
+
+    Scheduler._publish = _slow_publish  # type: ignore[method-assign,assignment]
+
 if os.environ.get("DBEAT_E2E_TRACK_RUNS"):
-    import celery_dbeat.worker  # noqa: F401  (connects the run-tracking signal handlers)
+    import celery_dbeat.beat.worker  # noqa: F401  (connects the run-tracking signal handlers)

@@ -34,7 +34,7 @@ import redis
 import sqlalchemy as sa
 from kombu import Connection
 
-from tests.e2e.app import is_redis_url, ready_key, received_key
+from tests.e2e.app import PUBLISHED_AT, is_redis_url, ready_key, received_key
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -408,15 +408,20 @@ class Harness:
     def ready(self) -> list[dict[str, Any]]:
         return [json.loads(raw) for raw in self.redis.lrange(ready_key(self.prefix), 0, -1)]
 
-    def wait_ready(self, procs: Iterable[Proc] | None = None, timeout: float = 60) -> float:
-        """Wait until ``procs`` (default: every live process) finished starting and every
-        schedule reached the worker once. Returns the time that happened."""
+    def wait_ready(
+        self, procs: Iterable[Proc] | None = None, timeout: float = 60, *, received: bool = True
+    ) -> float:
+        """Wait until ``procs`` (default: every live process) finished starting and (unless
+        not ``received``: no worker runs) every schedule reached the worker once. Returns the
+        time that happened."""
         pids = {p.pid for p in (procs if procs is not None else self.procs) if p.expect_alive}
         self.wait_until(
             lambda: pids <= {e["pid"] for e in self.ready()},
             timeout=timeout,
             what=f"processes {sorted(pids)} to start",
         )
+        if not received:
+            return time.time()
         self.wait_until(
             lambda: set(self.schedules) <= {r.schedule for r in self.received()},
             timeout=timeout,
@@ -424,7 +429,52 @@ class Harness:
         )
         return time.time()
 
+    def wait_ticking(self, procs: Iterable[Proc], timeout: float = 60) -> None:
+        """Wait until each of ``procs`` (beats) has ticked: its heartbeat row, which a beat
+        writes in its first tick, is in ``dbeat_beats``."""
+        names = {p.name for p in procs}
+        self.wait_until(
+            lambda: names <= self.heartbeats(), timeout=timeout, what=f"{sorted(names)} to tick"
+        )
+
+    def wait_listening(self, count: int, timeout: float = 60) -> None:
+        """Wait until ``count`` beats wait on change notifications (:meth:`listening`): each
+        has ticked and subscribes once its first tick is over, so a write from now on wakes it."""
+        self.wait_until(
+            lambda: self.listening() >= count,
+            timeout=timeout,
+            what=f"{count} beat(s) to wait on change notifications",
+        )
+
     # observations
+
+    def heartbeats(self) -> set[str]:
+        """The names in ``dbeat_beats`` (none before the first beat migrated the database)."""
+        try:
+            with self.engine.connect() as conn:
+                return set(conn.execute(sa.text("SELECT name FROM dbeat_beats")).scalars())
+        except (sa.exc.ProgrammingError, sa.exc.OperationalError):
+            return set()
+
+    def listening(self) -> int:
+        """How many beats wait on change notifications: subscribers of the Redis channel when
+        the beats use Redis (``dbeat_redis_url``), else sessions that ``LISTEN`` on this
+        PostgreSQL database."""
+        redis_url = self.settings.get("dbeat_redis_url")
+        if redis_url:
+            channel = f"{self.settings['dbeat_redis_key_prefix']}changes"
+            client = redis.Redis.from_url(redis_url)
+            try:
+                counts = client.pubsub_numsub(channel)  # [(channel, subscribers)]
+                return int(counts[0][1]) if counts else 0
+            finally:
+                client.close()
+        query = sa.text(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
 
     def received(self) -> list[Receipt]:
         raw = self.redis.lrange(received_key(self.prefix), 0, -1)
@@ -447,6 +497,17 @@ class Harness:
         with contextlib.suppress(*connection.channel_errors):
             channel.close()
         return int(declared.message_count)
+
+    def queued_task_ids(self) -> list[str]:
+        """The task id of every message waiting in the private queue (a Redis broker with no
+        worker consuming it), oldest first: what the beats published, each copy counted."""
+        if not is_redis_url(self.broker_url):
+            raise ValueError("queued_task_ids reads a Redis broker's list")
+        if self._broker_redis is None:
+            self._broker_redis = redis.Redis.from_url(self.broker_url)
+        raw = self._broker_redis.lrange(f"{self.prefix}{self.queue}", 0, -1)
+        # LPUSH puts the newest first.
+        return [json.loads(message)["headers"]["id"] for message in reversed(raw)]
 
     @property
     def engine(self) -> sa.Engine:
@@ -595,13 +656,29 @@ class Receipt:
     worker: str
     #: The message's ``dbeat_slot`` header, if the scheduler sets one (cross-checked only).
     slot_header: float | None
+    #: When the beat published it (tests/e2e/app.py's header; ``None`` if it has none).
+    published_at: float | None = None
+
+    @property
+    def sent_at(self) -> float:
+        """When it was published, or else received: the instant a copy is judged by."""
+        return self.received_at if self.published_at is None else self.published_at
 
     @classmethod
     def from_json(cls, raw: bytes) -> Receipt:
         d = json.loads(raw)
-        header = d.get("extra", {}).get("dbeat_slot")
+        extra = d.get("extra", {})
+        header = extra.get("dbeat_slot")
         slot = None if header is None else _epoch(header)
-        return cls(d["task_id"], d["schedule"], d["received_at"], d["worker"], slot)
+        published = extra.get(PUBLISHED_AT)
+        return cls(
+            d["task_id"],
+            d["schedule"],
+            d["received_at"],
+            d["worker"],
+            slot,
+            None if published is None else float(published),
+        )
 
 
 @dataclass(frozen=True)
@@ -700,12 +777,14 @@ def judge(
     """Exactly once: every expected slot of ``window`` received once, nothing received twice.
 
     ``events`` (what the harness did to the processes) annotate each id received twice. With
-    ``excuse_kills``, such an id is excused when its first copy arrived within a second of a
-    SIGKILL and the second after it: the documented crash window (published, killed before the
+    ``excuse_kills``, such an id is excused when its first copy was published within a second of
+    a SIGKILL and the second after it: the documented crash window (published, killed before the
     fire was marked sent, published again by another beat with the same id). With
-    ``excuse_pauses_over`` (the lease, in seconds), such an id is excused when both copies
-    arrived while a beat was paused for longer than that, or just after it resumed: the other
+    ``excuse_pauses_over`` (the lease, in seconds), such an id is excused when both copies were
+    published while a beat was paused for longer than that, or just after it resumed: the other
     documented window (paused after its last lease check and before marking the fire sent).
+    Copies are placed by when they were published (the ``dbeat_e2e_published_at`` header), not
+    by when the worker ran them.
     """
     events = list(events)
     verdict = Verdict(window, received=len(receipts))
@@ -749,14 +828,15 @@ def judge(
                 f"ran {fire.slot - first:.3f} s before its slot: {fire.describe()}"
             )
         if len(got) > 1:
-            times = sorted(r.received_at for r in got)
+            # By when each copy was published: a busy worker may run them many seconds later.
+            times = sorted(r.sent_at for r in got)
             around = [
                 f"{e.what} {e.proc} {_iso(e.at)}"
                 for e in events
                 if times[0] - 1 <= e.at <= times[-1] and e.what != "start"
             ]
             text = (
-                f"id received {len(got)} times at {', '.join(map(_iso, times))}: {fire.describe()}"
+                f"id published {len(got)} times at {', '.join(map(_iso, times))}: {fire.describe()}"
                 f" [harness meanwhile: {', '.join(around) or 'nothing'}]"
             )
             if (

@@ -42,7 +42,10 @@ def test_a_schedule_added_through_the_api_wakes_a_beat_asleep_for_its_poll_inter
     harness.start_worker()
     harness.start_beat("beat-1")
     harness.wait_ready()
-    harness.run_for(1)  # the beat has ticked and sleeps for POLL seconds (nothing is scheduled)
+    # The beat has ticked and sleeps for POLL seconds (nothing is scheduled), subscribed. A
+    # beat subscribes after its first tick: a write before that would be read by the tick (and
+    # prove nothing) or, once the tick is over, reach no subscriber (the beat sleeps on).
+    harness.wait_listening(1)
 
     with writer(harness, through) as api:
         soon = api.clock.now() + timedelta(seconds=2)
@@ -70,7 +73,7 @@ def test_run_now_wakes_a_beat_asleep_for_its_poll_interval_and_reads_as_routine(
     harness.start_worker()
     beat = harness.start_beat("beat-1")
     harness.wait_ready()
-    harness.run_for(1)  # the beat has ticked (housekeeping included) and sleeps for POLL seconds
+    harness.wait_listening(1)  # it has ticked (housekeeping included) and sleeps for POLL seconds
 
     with writer(harness, through) as api:
         task_id = api.trigger("on-demand")

@@ -1,6 +1,6 @@
 """Run tracking, overlap policies and metrics with real beat and worker processes.
 
-The worker loads the run-tracking hook (``celery_dbeat.worker``); tasks really run, sleep and
+The worker loads the run-tracking hook (``celery_dbeat.beat.worker``); tasks really run, sleep and
 fail. The overlap scenario is Temporal's hourly job with 90-minute runs, scaled down: a slot
 every 4 s, runs of 6 s.
 """
@@ -32,6 +32,8 @@ S = cast(sa.Table, Schedule.__table__)
 @dataclass(frozen=True)
 class Run:
     schedule: str
+    #: The schedule's identity, from which its task ids derive.
+    uid: str
     slot: datetime
     status: str
     task_id: str | None
@@ -50,14 +52,14 @@ def runs(harness: Harness) -> dict[str, list[Run]]:
     columns = [F.c[name] for name in ("slot", "status", "task_id", "sent_at", "run_status")]
     columns += [F.c[name] for name in ("started_at", "finished_at", "runtime", "worker")]
     query = (
-        sa.select(S.c.name, *columns, F.c.run_error)
+        sa.select(S.c.name, S.c.uid, *columns, F.c.run_error)
         .join(S, S.c.id == F.c.schedule_id)
         .order_by(F.c.slot)
     )
     by_schedule: dict[str, list[Run]] = defaultdict(list)
     with harness.engine.connect() as conn:
         for row in conn.execute(query):
-            by_schedule[row[0]].append(Run(*row))
+            by_schedule[row[0]].append(Run(*tuple(row)))
     return by_schedule
 
 
@@ -94,7 +96,14 @@ def test_the_history_shows_each_fire_start_finish_outcome_and_duration(
     harness.start_worker()
     harness.start_beat("beat-1")
     harness.wait_ready()
-    harness.run_for(6)
+    harness.wait_until(
+        lambda: all(
+            len([r for r in runs(harness).get(name, []) if r.status == "sent"]) >= 2
+            for name in ("ok", "slow", "boom")
+        ),
+        timeout=60,
+        what="two fires of each schedule sent",
+    )
     harness.stop(harness.beats()[0])
     harness.drain()
 
@@ -105,7 +114,7 @@ def test_the_history_shows_each_fire_start_finish_outcome_and_duration(
         assert len(sent) >= 2, (name, sent)
         for run in sent:
             assert run.run_status == outcome, run
-            assert run.task_id == fire_task_id(name, run.slot)
+            assert run.task_id == fire_task_id(run.uid, run.slot)
             assert run.sent_at is not None
             assert run.started_at is not None
             assert run.finished_at is not None
@@ -173,7 +182,7 @@ def test_overlap_policies_with_real_long_running_tasks(harness: Harness, tracked
         assert before.finished_at is not None
         assert after.started_at is not None
         assert after.started_at >= before.finished_at, (before, after)
-        assert after.task_id == fire_task_id("buffer", after.slot)
+        assert after.task_id == fire_task_id(after.uid, after.slot)
 
 
 @pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
@@ -183,7 +192,6 @@ def test_metrics_are_served_and_count_what_beat_did(harness: Harness, tracked: N
     harness.start_worker()
     harness.start_beat("beat-1", metrics_port=port, metrics_address="127.0.0.1")
     harness.wait_ready()
-    harness.run_for(4)
 
     def scrape() -> dict[str, list[Any]] | None:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
@@ -193,9 +201,14 @@ def test_metrics_are_served_and_count_what_beat_did(harness: Harness, tracked: N
             for sample in family.samples:
                 samples[sample.name].append(sample)
         # The last-success gauge appears once the worker reported a success and beat read it.
-        return samples if samples.get("dbeat_schedule_last_success_timestamp_seconds") else None
+        if not samples.get("dbeat_schedule_last_success_timestamp_seconds"):
+            return None
+        sent = [s.value for s in samples["dbeat_fires_total"] if s.labels["outcome"] == "sent"]
+        return samples if sum(sent) >= 5 else None
 
-    samples = harness.wait_until(scrape, timeout=20, what="the last-success metric")
+    samples = harness.wait_until(
+        scrape, timeout=60, what="the last-success metric and five fires sent"
+    )
 
     def value(name: str, **labels: str) -> float:
         matching = [s.value for s in samples[name] if labels.items() <= s.labels.items()]
@@ -214,3 +227,54 @@ def test_metrics_are_served_and_count_what_beat_did(harness: Harness, tracked: N
         s.labels["schedule"] for s in samples["dbeat_schedule_last_success_timestamp_seconds"]
     }
     assert successes == {"tick"}  # "boom" never succeeds
+
+
+@pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
+def test_a_schedule_failing_pause_after_failures_times_is_paused_and_sends_no_more(
+    harness: Harness, tracked: None
+) -> None:
+    port = free_port()
+    harness.configure(
+        {
+            "tick": every(1),
+            "boom": {**every(1), "task": "e2e.fail", "pause_after_failures": 3},
+        }
+    )
+    harness.start_worker()
+    harness.start_beat("beat-1", metrics_port=port, metrics_address="127.0.0.1")
+    harness.wait_ready()
+
+    def paused() -> dict[str, Any] | None:
+        query = sa.select(S.c.enabled, S.c.pause_note, S.c.pause_source, S.c.paused_at).where(
+            S.c.name == "boom"
+        )
+        with harness.engine.connect() as conn:
+            row = conn.execute(query).one()
+        return None if row.enabled else dict(row._mapping)
+
+    row = harness.wait_until(paused, timeout=30, what="'boom' to pause itself")
+    assert row["pause_source"] == "failures"
+    assert row["pause_note"] == (
+        "paused after 3 consecutive failed runs; last: RuntimeError: boom failed on purpose"
+    )
+
+    def gauge() -> float | None:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "dbeat_paused_schedules" and sample.labels == {
+                    "source": "failures"
+                }:
+                    return float(sample.value) or None
+        return None
+
+    assert harness.wait_until(gauge, timeout=20, what="the paused-schedules gauge") == 1
+    before = len(runs(harness)["tick"])
+    harness.wait_until(
+        lambda: len(runs(harness)["tick"]) >= before + 3 or None,
+        timeout=20,
+        what="three more fires of 'tick'",
+    )
+    # Recorded before the pause and on their way at most: nothing is recorded after it.
+    assert [r.slot for r in runs(harness)["boom"] if r.slot > row["paused_at"]] == []

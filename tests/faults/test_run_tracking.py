@@ -10,11 +10,11 @@ from typing import cast
 import pytest
 import sqlalchemy as sa
 
+from celery_dbeat.beat.worker import RunRecorder
 from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.store import Fire, migrate
 from celery_dbeat.store.database import create_engine
 from celery_dbeat.store.runs import RunEvent
-from celery_dbeat.worker import RunRecorder
 from tests.proxy import Proxy
 
 T0 = datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc)

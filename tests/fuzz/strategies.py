@@ -20,9 +20,9 @@ from zoneinfo import available_timezones
 from hypothesis import strategies as st
 
 from celery_dbeat import Cron, Every, Once, Solar
-from celery_dbeat.misfire import MisfirePolicy
-from celery_dbeat.timing.cron import HOST_DEPENDENT_ZONE
-from celery_dbeat.validation import ALLOWED_OPTIONS
+from celery_dbeat.core.misfire import MisfirePolicy
+from celery_dbeat.core.timing.cron import HOST_DEPENDENT_ZONE
+from celery_dbeat.core.validation import ALLOWED_OPTIONS
 
 UTC = timezone.utc
 #: Instants are drawn in these years, across the product's bounds (1900 to 9000).

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from celery_dbeat import Cron, Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import definition_from_form
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.definitions import definition_from_form
+from celery_dbeat.core.errors import ValidationError
 from celery_dbeat.store import Store
 from tests.fuzz import checks
 from tests.fuzz.conftest import fuzz_settings

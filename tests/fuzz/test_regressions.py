@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.errors import ValidationError
 from celery_dbeat.store import Store
 from tests.fuzz import checks
 from tests.fuzz.strategies import nested

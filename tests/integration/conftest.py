@@ -8,7 +8,8 @@ The surface suites (cli/, django/, flask/) are integration tests too and share t
 * ``clock``: a :class:`FixedClock` at :data:`START`;
 * ``publisher`` / ``failing_publisher``: stand-ins for the broker;
 * ``tables``: write schedules through ``sync_config`` or straight into the tables, read rows back;
-* ``make_ticker``: a :class:`Ticker` with test settings.
+* ``make_ticker``: a :class:`Ticker` with test settings;
+* :func:`lose_every_race`: every edit loses a race with another writer.
 """
 
 from __future__ import annotations
@@ -20,17 +21,18 @@ from typing import Any, cast
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 
 from celery_dbeat.api import Schedules
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
+from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import PublishRequest, fire_task_id
-from celery_dbeat.definitions import Definition
 from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.store import Fire, Schedule, Store, migrate
+from celery_dbeat.store import schedules as store_schedules
 from celery_dbeat.store.sync import SyncReport, sync_config
-from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc
 #: A Monday, on the hour. Every test's clock starts here unless it says otherwise.
@@ -50,6 +52,11 @@ def at(hh_mm: str, day: datetime = START) -> datetime:
 # Stores ------------------------------------------------------------------------------------------
 
 
+#: The store of the running test, for :func:`task_id_of` (a schedule's task ids derive from its
+#: ``uid``, which only the database knows).
+_stores: list[Store] = []
+
+
 @pytest.fixture
 def store(database_url: str) -> Iterator[Store]:
     """A store on a fresh, migrated database (each backend in turn).
@@ -59,8 +66,24 @@ def store(database_url: str) -> Iterator[Store]:
     """
     store = Store(database_url, server_clock=False)
     migrate(store.engine)
+    _stores.append(store)
     yield store
+    _stores.remove(store)
     store.close()
+
+
+def uid_of(name: str, store: Store | None = None) -> str:
+    """The identity of schedule ``name`` in ``store`` (default: the running test's ``store``)."""
+    with (store or _stores[-1]).engine.connect() as conn:
+        return str(conn.execute(sa.select(S.c.uid).where(S.c.name == name)).scalar_one())
+
+
+def task_id_of(
+    name: str, slot: datetime, *, manual: bool = False, store: Store | None = None
+) -> str:
+    """The task id of schedule ``name``'s fire of ``slot``: :func:`fire_task_id` of its
+    ``uid`` in ``store`` (default: the running test's ``store``)."""
+    return fire_task_id(uid_of(name, store), slot, manual=manual)
 
 
 @pytest.fixture
@@ -241,9 +264,11 @@ def slots(first: datetime, step: timedelta, last: datetime) -> list[datetime]:
     return [first + n * step for n in range(count)]
 
 
-def fires(name: str, instants: list[datetime]) -> list[tuple[str, datetime, str]]:
+def fires(
+    name: str, instants: list[datetime], store: Store | None = None
+) -> list[tuple[str, datetime, str]]:
     """The ``(schedule name, slot, task id)`` beat publishes for each of ``instants``."""
-    return [(name, t, fire_task_id(name, t)) for t in instants]
+    return [(name, t, task_id_of(name, t, store=store)) for t in instants]
 
 
 def published(publisher: RecordingPublisher) -> list[tuple[str, datetime, str]]:
@@ -319,3 +344,19 @@ class Tables:
 def tables(store: Store) -> Tables:
     """The schedule and fire tables of ``store``, read and written directly."""
     return Tables(store)
+
+
+# Races -------------------------------------------------------------------------------------------
+
+
+def lose_every_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every read of a schedule by the API's writes find a row that another writer changes
+    (and commits) before this write: what happens when two people save the same schedule."""
+    read: Callable[[Connection, str], Row[Any]] = store_schedules.load_schedule
+
+    def read_then_lose_the_race(conn: Connection, name: str) -> Row[Any]:
+        row = read(conn, name)
+        conn.execute(sa.update(S).where(S.c.id == row.id).values(version=S.c.version + 1))
+        return row
+
+    monkeypatch.setattr(store_schedules, "load_schedule", read_then_lose_the_race)

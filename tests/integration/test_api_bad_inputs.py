@@ -8,8 +8,8 @@ import pytest
 
 from celery_dbeat import Cron, Every
 from celery_dbeat.api import Schedules
-from celery_dbeat.definitions import definition_from_form
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.definitions import definition_from_form
+from celery_dbeat.core.errors import ValidationError
 from tests.bad_inputs import VALID, BadInput, bad_input_params
 
 #: The API's own checks do not depend on the database: one private SQLite file is enough.
@@ -32,7 +32,14 @@ def _add_typed(api: Schedules, fields: dict[str, Any]) -> None:
         catchup_limit=None if fields.get("catchup_limit") is None else int(fields["catchup_limit"]),
         overlap_policy=fields.get("overlap_policy"),
         max_run_time=fields.get("max_run_time"),
+        pause_after_failures=_whole(fields.get("pause_after_failures")),
+        history_limit=_whole(fields.get("history_limit")),
     )
+
+
+def _whole(value: Any) -> Any:
+    """A whole number as the typed API takes it; anything else as given (refused there)."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
 def _create_from_form(api: Schedules, fields: dict[str, Any]) -> None:

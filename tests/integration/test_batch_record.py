@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from celery_dbeat import Cron
-from celery_dbeat.definitions import Definition
-from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import plan
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.misfire import MisfireRules
+from celery_dbeat.core.planning import plan
 from celery_dbeat.store import Store
 from tests.integration.conftest import Tables, at
 

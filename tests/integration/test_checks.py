@@ -12,7 +12,8 @@ from celery_dbeat.checks import Finding, Level, run_checks
 from celery_dbeat.config import Settings
 from celery_dbeat.store import create_engine, migrate
 
-DEFAULTS = Settings.from_mapping({})
+#: The default settings, with a database URL of its own (the default SQLite file is warned about).
+DEFAULTS = Settings.from_mapping({"database_url": "postgresql+psycopg://db/schedules"})
 
 
 @pytest.fixture
@@ -63,10 +64,30 @@ def test_a_non_strict_mysql_sql_mode_is_warned_about(database_url: str) -> None:
 
 
 class _Config:
-    """A Redis client stand-in for one CONFIG GET answer (the real server's policy is shared)."""
+    """A Redis client stand-in for one CONFIG GET answer (the real server's policy is shared);
+    every other command succeeds."""
 
     def __init__(self, answer: dict[str, str] | Exception) -> None:
         self.answer = answer
+        self.connection_pool = redis.ConnectionPool()
+
+    def ping(self) -> bool:
+        return True
+
+    def pipeline(self, transaction: bool = True) -> _Config:
+        return self
+
+    def set(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def execute_command(self, *args: object) -> None:
+        pass
+
+    def execute(self) -> list[object]:
+        return []
+
+    def publish(self, channel: str, message: bytes) -> int:
+        return 0
 
     def config_get(self, pattern: str) -> dict[str, str]:
         if isinstance(self.answer, Exception):

@@ -22,12 +22,19 @@ from celery.schedules import crontab, schedule
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.beat_schedule import definitions_from_app
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.core.fires import fire_task_id
-from celery_dbeat.definitions import Definition
-from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.store import Store
 from celery_dbeat.store.sync import SyncReport, sync_config
-from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables, at, run
+from tests.integration.conftest import (
+    START,
+    MakeTicker,
+    RecordingPublisher,
+    Tables,
+    at,
+    run,
+    task_id_of,
+)
 
 UTC = timezone.utc
 
@@ -484,5 +491,5 @@ def test_a_synced_celery_crontab_fires_at_the_app_zone_wall_time(
 
     paris_nine = [datetime(2024, 5, 6, 7, 0, tzinfo=UTC), datetime(2024, 5, 7, 7, 0, tzinfo=UTC)]
     assert publisher.fires == [("morning", t) for t in paris_nine]
-    assert [r.task_id for r, *_ in publisher] == [fire_task_id("morning", t) for t in paris_nine]
+    assert [r.task_id for r, *_ in publisher] == [task_id_of("morning", t) for t in paris_nine]
     assert {(r.task, str(kw)) for r, _, kw, _ in publisher} == {("tasks.m", "{'a': 1}")}

@@ -16,8 +16,8 @@ import celery
 import pytest
 import sqlalchemy as sa
 
+from celery_dbeat.beat.scheduler import Scheduler
 from celery_dbeat.config import mask_url
-from celery_dbeat.scheduler import Scheduler
 from celery_dbeat.store.database import create_engine
 from tests.services import MYSQL_URL, POSTGRES_URL, unavailable
 

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import celery
 
 from celery_dbeat.api import Schedules
+from celery_dbeat.beat.scheduler import Scheduler
 from celery_dbeat.beat_schedule import CLEANUP_TASK
-from celery_dbeat.scheduler import Scheduler
-from celery_dbeat.specs import Cron
+from celery_dbeat.core.specs import Cron
 
 
 def _start_beat(database: str, results: str) -> None:

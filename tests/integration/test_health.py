@@ -13,9 +13,9 @@ import sqlalchemy as sa
 
 from celery_dbeat.api import FireInfo, Schedules
 from celery_dbeat.clock import FixedClock
+from celery_dbeat.core.errors import ValidationError
 from celery_dbeat.core.fires import RunStatus
-from celery_dbeat.errors import ValidationError
-from celery_dbeat.specs import Cron, Every
+from celery_dbeat.core.specs import Cron, Every
 from celery_dbeat.store.health import HEALTH_WINDOW
 from celery_dbeat.store.runs import RunEvent, record_runs
 from tests.integration.conftest import START, F, S, at

@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from celery_dbeat import Cron, Every
-from celery_dbeat import ticker as ticker_module
+from celery_dbeat.beat import ticker as ticker_module
+from celery_dbeat.beat.pacing import next_batch_size
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import Definition
-from celery_dbeat.planning import plan
-from celery_dbeat.ticker import next_batch_size
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.planning import plan
+from celery_dbeat.store import due as due_module
+from celery_dbeat.store.due import DueBatch
 from tests.integration.conftest import START, RecordingPublisher, Tables
 
 BEHIND = timedelta(days=30)
@@ -93,7 +95,39 @@ def test_a_thousand_schedules_thirty_days_behind_recover_in_one_tick(
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_batches_whose_planning_takes_long_are_halved_and_grow_back_when_quick(
+def test_a_batch_plans_for_at_most_a_tenth_of_the_lease_and_leaves_the_rest_due(
+    tables: Tables,
+    make_ticker: Any,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    definitions = [Definition.create(name=f"s{i}", task="t", schedule=Every(1)) for i in range(40)]
+    tables.sync(definitions, START)
+    planned: list[int] = []
+
+    def slow_plan(*args: Any) -> Any:
+        clock._mono += 0.5  # of planning one schedule, on the ticker's monotonic clock
+        return plan(*args)
+
+    original = DueBatch.record
+
+    def counting(batch: DueBatch, transitions: Any, lease_until: datetime) -> Any:
+        planned.append(len(transitions))
+        return original(batch, transitions, lease_until)
+
+    monkeypatch.setattr(ticker_module, "plan", slow_plan)
+    monkeypatch.setattr(due_module.DueBatch, "record", counting)
+    ticker = make_ticker(batch_size=16, lock_ttl=30, max_interval=25)
+    clock.advance(1)
+    ticker.tick()
+
+    assert max(planned) == 6  # 3 s of planning, a tenth of the lease: the seventh waits
+    assert ticker.batch_size == 16  # and the batch stayed well inside the lease
+    assert len(publisher) == 40, "every due schedule still fires, in smaller batches"
+
+
+def test_batches_whose_recording_takes_long_are_halved_and_grow_back_when_quick(
     tables: Tables,
     make_ticker: Any,
     clock: FixedClock,
@@ -103,28 +137,28 @@ def test_batches_whose_planning_takes_long_are_halved_and_grow_back_when_quick(
 ) -> None:
     definitions = [Definition.create(name=f"s{i}", task="t", schedule=Every(1)) for i in range(40)]
     tables.sync(definitions, START)
-    cost = {"seconds": 0.5}  # of planning one schedule, on the ticker's monotonic clock
+    cost = {"seconds": 8.0}  # of recording one batch, on the ticker's monotonic clock
+    original = DueBatch.record
 
-    def slow_plan(*args: Any) -> Any:
+    def slow_record(batch: DueBatch, transitions: Any, lease_until: datetime) -> Any:
         clock._mono += cost["seconds"]
-        return plan(*args)
+        return original(batch, transitions, lease_until)
 
-    monkeypatch.setattr(ticker_module, "plan", slow_plan)
+    monkeypatch.setattr(due_module.DueBatch, "record", slow_record)
     ticker = make_ticker(batch_size=16, lock_ttl=30, max_interval=25)
     caplog.set_level(logging.WARNING, logger="celery_dbeat")
     clock.advance(1)
-    ticker.tick()  # 16 rows plan in 8 s, over a fifth of the 30 s lease
-    assert ticker.batch_size == 8
-    assert [r.getMessage() for r in caplog.records] == [
+    ticker.tick()  # the first batch of 16 takes 8 s, over a fifth of the 30 s lease
+    assert ticker.batch_size < 16
+    assert caplog.records[0].getMessage() == (
         "dbeat: a batch of 16 due schedules took 8.0 s (lease 30 s); claiming 8 at a time"
-    ]
-    assert len(publisher) == 40, "every due schedule still fires, in smaller batches"
+    )
 
     cost["seconds"] = 0.0
-    clock.advance(1)
-    ticker.tick()
-    assert ticker.batch_size == 16
-    assert len(publisher) == 80
+    while ticker.batch_size < 16:
+        ticker.tick()
+    first = Counter(name for name, slot in publisher.fires if slot == START + timedelta(seconds=1))
+    assert first == dict.fromkeys((d.name for d in definitions), 1), "every schedule fires once"
 
 
 @pytest.mark.parametrize(

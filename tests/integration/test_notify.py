@@ -11,7 +11,7 @@ import redis
 
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
-from celery_dbeat.notify import ChangeListener, ChangeNotifier
+from celery_dbeat.beat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.store import migrate
 
 

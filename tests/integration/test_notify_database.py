@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
-from celery_dbeat.notify import PG_CHANNEL, DatabaseListener, DatabaseNotifier
+from celery_dbeat.beat.notify import PG_CHANNEL, DatabaseListener, DatabaseNotifier
 from celery_dbeat.store import Store
 
 

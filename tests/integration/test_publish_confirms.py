@@ -10,7 +10,7 @@ import pytest
 from celery import Celery
 from kombu import Queue
 
-from celery_dbeat.scheduler import Scheduler
+from celery_dbeat.beat.scheduler import Scheduler
 from tests.services import amqp_url_or_skip, unique_name
 
 

@@ -25,12 +25,12 @@ import pytest
 import redis
 
 from celery_dbeat.api import Schedules
+from celery_dbeat.beat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.checks import Level, run_checks
 from celery_dbeat.config import Settings, mask_url
+from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.core.fires import FireKey, fire_lock_key
-from celery_dbeat.errors import ConfigurationError
 from celery_dbeat.locks.redis import RedisLock
-from celery_dbeat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.redis_client import create_client, describe_client
 from celery_dbeat.store import migrate
 from celery_dbeat.store.database import create_engine
@@ -142,6 +142,13 @@ def _ask(port: int, *command: Any, **connection: Any) -> Any:
         return client.execute_command(*command)
 
 
+def _fields(answer: Any) -> dict[str, Any]:
+    """A Sentinel answer about one server as a dict: redis-py parses some (``SENTINEL MASTER``)
+    into one, and leaves others (``SENTINEL REPLICAS`` before redis-py 5) as flat
+    ``[key, value, ...]`` lists."""
+    return answer if isinstance(answer, dict) else dict(zip(answer[::2], answer[1::2], strict=True))
+
+
 _PLAIN = ("--save", "", "--appendonly", "no", "--bind", "127.0.0.1")
 
 
@@ -247,7 +254,7 @@ class SentinelGroup:
     def master_port(self) -> int:
         """The master Sentinel gives clients. redis-py asks ``SENTINEL MASTERS``, which names the
         new master only once a failover is over (``GET-MASTER-ADDR-BY-NAME`` does it earlier)."""
-        return int(self.ask("MASTER")["port"])
+        return int(_fields(self.ask("MASTER"))["port"])
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +292,7 @@ def sentinel_group(servers: Servers) -> SentinelGroup:
     def replica_known() -> bool:
         return any(
             (r["port"], r["flags"], r["master-link-status"]) == (str(replica), "slave", "ok")
-            for r in group.ask("REPLICAS")
+            for r in map(_fields, group.ask("REPLICAS"))
         )
 
     _until("the sentinel to find the replica", replica_known)
@@ -433,10 +440,9 @@ def test_the_eviction_check_reads_the_servers_that_hold_lock_keys(
     topology: Topology, sqlite_engine: Any
 ) -> None:
     client = create_client(topology.url, topology.options)
+    settings = Settings(redis_key_prefix=topology.prefix)  # where the ACL user may write
     try:
-        (finding,) = [
-            f for f in run_checks(Settings(), sqlite_engine, client) if f.topic == "redis"
-        ]
+        (finding,) = [f for f in run_checks(settings, sqlite_engine, client) if f.topic == "redis"]
     finally:
         client.close()
 

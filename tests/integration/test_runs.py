@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from celery_dbeat.beat.ticker import Ticker
+from celery_dbeat.beat.worker import RunRecorder
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.core.fires import RunStatus, fire_task_id
-from celery_dbeat.definitions import Definition
-from celery_dbeat.specs import Cron
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.fires import RunStatus
+from celery_dbeat.core.specs import Cron
 from celery_dbeat.store import Store
 from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
-from celery_dbeat.ticker import Ticker
-from celery_dbeat.worker import RunRecorder
-from tests.integration.conftest import F, MakeTicker, RecordingPublisher, Tables, at
+from tests.integration.conftest import F, MakeTicker, RecordingPublisher, Tables, at, task_id_of
 
 RUN = timedelta(minutes=90)
 
@@ -148,7 +148,7 @@ def test_buffer_one_starts_11_when_10_finishes_with_its_own_slot_and_task_id(
     assert started[at("11:00")] == at("11:30")  # when 10:00 finished
     assert started[at("12:00")] == at("13:00")  # when 11:00 finished
     (run_11,) = [r for r in worker.runs if r.slot == at("11:00")]
-    assert run_11.task_id == fire_task_id("hourly", at("11:00"))
+    assert run_11.task_id == task_id_of("hourly", at("11:00"))
     assert max(len(worker.running_at(at("10:00") + timedelta(minutes=m))) for m in range(190)) == 1
 
 
@@ -333,6 +333,7 @@ def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_wri
         "b": None,
         "c": "failed",
     }
+    assert tables.row("hourly").consecutive_failures == 1  # the written runs are counted
     assert recorder.rejected == 1
     (line,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert f"the run of task {refused.task_id!r} cannot be recorded" in line

@@ -16,7 +16,7 @@ import celery
 import pytest
 import sqlalchemy as sa
 
-from celery_dbeat.scheduler import Scheduler
+from celery_dbeat.beat.scheduler import Scheduler
 
 
 def test_a_close_during_a_tick_leaves_the_clean_up_to_the_close_after_it(

@@ -19,14 +19,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from celery_dbeat import Cron
-from celery_dbeat.core.fires import FireStatus, fire_task_id
-from celery_dbeat.definitions import Definition
-from celery_dbeat.errors import SchemaVersionError
-from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import plan
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.errors import SchemaVersionError
+from celery_dbeat.core.fires import FireStatus
+from celery_dbeat.core.misfire import MisfireRules
+from celery_dbeat.core.planning import plan
 from celery_dbeat.store import Store, check_schema, create_engine, migrate
 from celery_dbeat.store.database import VERSION_TABLE
-from tests.integration.conftest import F, Tables, at
+from tests.integration.conftest import F, Tables, at, task_id_of
 
 UTC = timezone.utc
 LEASE = timedelta(seconds=60)
@@ -255,7 +255,7 @@ def test_timestamps_and_slots_are_utc_whatever_the_process_time_zone(
         rows = [r for r in batch.schedules if r.name == "ny"]
         requests = batch.record([plan(r, now, RULES) for r in rows], now + LEASE)
     assert [(r.slot, r.task_id) for r in requests] == [
-        (datetime(2024, 3, 10, 7, 0, tzinfo=UTC), fire_task_id("ny", at("07:00", now)))
+        (datetime(2024, 3, 10, 7, 0, tzinfo=UTC), task_id_of("ny", at("07:00", now)))
     ]
     assert tables.row("ny").next_run_at == datetime(2024, 3, 11, 6, 30, tzinfo=UTC)
 
@@ -333,7 +333,7 @@ def test_record_advances_next_run_at_and_inserts_pending_fires(
         requests = batch.record([plan(row, now, RULES)], now + LEASE)
 
     assert [(r.schedule_name, r.slot, r.task_id) for r in requests] == [
-        ("h", at("09:00"), fire_task_id("h", at("09:00")))
+        ("h", at("09:00"), task_id_of("h", at("09:00")))
     ]
     after = tables.row("h")
     assert (after.next_run_at, after.last_slot, after.run_count) == (at("10:00"), at("09:00"), 1)
@@ -383,11 +383,12 @@ def test_a_record_made_from_an_outdated_definition_version_changes_nothing(
 def test_record_does_not_publish_a_slot_already_recorded(store: Store, tables: Tables) -> None:
     tables.sync([hourly("h")], at("08:30"))
     schedule_id = tables.row("h").id
+    task_id = task_id_of("h", at("09:00"))
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(F).values(
                 schedule_id=schedule_id, slot=at("09:00"), manual=False, status="sent",
-                slot_count=1, task_id=fire_task_id("h", at("09:00")), beat="other",
+                slot_count=1, task_id=task_id, beat="other",
                 recorded_at=at("09:00"), attempts=0,
             )
         )  # fmt: skip

@@ -9,10 +9,13 @@ row never stops the others; a database outage makes beat wait, not crash.
 from __future__ import annotations
 
 import itertools
+import logging
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,16 +23,16 @@ import redis
 import sqlalchemy as sa
 
 from celery_dbeat import Cron, Every, Once
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
-from celery_dbeat.core.fires import FireKey, fire_lock_key, fire_task_id
-from celery_dbeat.definitions import Definition
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.fires import FireKey, fire_lock_key
+from celery_dbeat.core.misfire import MisfireRules
+from celery_dbeat.core.planning import plan
 from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.locks.redis import RedisLock
-from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import plan
 from celery_dbeat.store import Store, migrate
-from celery_dbeat.ticker import Ticker
 from tests.integration.conftest import (
     START,
     FailingPublisher,
@@ -43,6 +46,7 @@ from tests.integration.conftest import (
     run,
     settings,
     slots,
+    task_id_of,
 )
 from tests.services import MYSQL_URL, POSTGRES_URL
 
@@ -233,7 +237,7 @@ def test_a_failed_publish_stays_pending_and_is_retried_with_the_same_task_id(
     make_ticker: MakeTicker,
 ) -> None:
     tables.sync([cron("flaky", "*/5 * * * *")], START)
-    task_id = fire_task_id("flaky", at("09:05"))
+    task_id = task_id_of("flaky", at("09:05"))
     failing = make_ticker(publish=failing_publisher)
     clock.set(at("09:05"))
 
@@ -279,7 +283,7 @@ def test_a_publish_failing_for_longer_than_the_retry_window_is_recorded_as_faile
     assert fire.status == "failed"
     assert fire.error == "ConnectionError: broker down"
     assert fire.attempts == len(failing_publisher.attempts) >= 2
-    assert {r.task_id for r in failing_publisher.attempts} == {fire_task_id("doomed", at("10:00"))}
+    assert {r.task_id for r in failing_publisher.attempts} == {task_id_of("doomed", at("10:00"))}
 
 
 def test_a_fire_recorded_by_a_beat_that_crashed_before_publishing_is_published_by_another(
@@ -295,7 +299,7 @@ def test_a_fire_recorded_by_a_beat_that_crashed_before_publishing_is_published_b
     with store.claim_due(now, 10, "crashed-beat") as batch:
         crashed = batch.record([plan(r, now, MisfireRules()) for r in batch.schedules],
                                now + timedelta(seconds=60))  # fmt: skip
-    assert [r.task_id for r in crashed] == [fire_task_id("orphan", now)]
+    assert [r.task_id for r in crashed] == [task_id_of("orphan", now)]
     survivor = make_ticker(instance_name="beat-2")
 
     run(survivor, clock, at("09:00:59"), step=timedelta(seconds=5))
@@ -702,6 +706,38 @@ def test_an_unreachable_database_makes_tick_sleep_instead_of_raising(url: str) -
         assert publisher == []
     finally:
         store.close()
+
+
+def test_an_outage_is_said_when_it_begins_then_once_a_minute_then_when_it_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "gone"  # SQLite cannot open a file in a folder that is not there
+    store = Store(f"sqlite:///{folder / 'db.sqlite3'}")
+    clock = FixedClock(START)
+    ticker = Ticker(store, DatabaseLock(), RecordingPublisher(), settings(), clock)
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+    try:
+        said: list[tuple[float, str]] = []
+        while clock.monotonic() < 200:
+            caplog.clear()
+            clock.advance(ticker.tick())
+            said += [(clock.monotonic(), r.getMessage()) for r in caplog.records]
+        folder.mkdir()
+        migrate(store.engine)
+        caplog.clear()
+        for _ in range(10):  # until the next try, at most 30 s on
+            clock.advance(ticker.tick())
+            if caplog.records:
+                break
+        back = [r.getMessage() for r in caplog.records]
+    finally:
+        store.close()
+
+    assert all("unable to open database file" in m for _, m in said), said
+    assert said[0][1].startswith("dbeat: schedule database unreachable, retrying: ")
+    reminders = [re.findall(r"still unreachable after (\d+) s, retrying", m) for _, m in said[1:]]
+    assert reminders == [["61"], ["121"], ["181"]]  # the tries are 30 s apart by then
+    assert back == ["dbeat: schedule database reachable again after 211.0 s"]
 
 
 @pytest.mark.parametrize("database_url", ["postgresql", "mysql"], indirect=True)

@@ -20,14 +20,14 @@ import pytest
 import sqlalchemy as sa
 
 from celery_dbeat import Cron, Every, Once, api
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.core.fires import PublishRequest, fire_task_id
-from celery_dbeat.definitions import Definition
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.fires import PublishRequest
+from celery_dbeat.core.timing.jitter import fire_at
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.store import Store, migrate
 from celery_dbeat.store.database import create_engine
-from celery_dbeat.ticker import Ticker
-from celery_dbeat.timing.jitter import fire_at
 from tests.integration.conftest import (
     START,
     MakeTicker,
@@ -39,6 +39,8 @@ from tests.integration.conftest import (
     run,
     settings,
     slots,
+    task_id_of,
+    uid_of,
 )
 
 UTC = timezone.utc
@@ -176,10 +178,12 @@ def test_cron_and_interval_slots_are_the_same_utc_instants_on_every_backend_and_
     assert len(expected["every-25m"]) == 64
     for name, instants in expected.items():
         assert recorded(tables, name) == instants, name
-        assert [f.task_id for f in tables.fires(name)] == [fire_task_id(name, t) for t in instants]
+        assert [f.task_id for f in tables.fires(name)] == [
+            task_id_of(name, t, store=zoned_store) for t in instants
+        ]
         assert all(f.slot.utcoffset() == timedelta(0) for f in tables.fires(name))
     assert sorted(published(publisher)) == sorted(
-        fire for name, instants in expected.items() for fire in fires(name, instants)
+        fire for name, instants in expected.items() for fire in fires(name, instants, zoned_store)
     )
     assert tables.row("every-20m").next_run_at == datetime(2024, 5, 7, 12, 20, tzinfo=UTC)
     assert tables.row("kathmandu-9am").next_run_at == datetime(2024, 5, 8, 3, 15, tzinfo=UTC)
@@ -234,7 +238,7 @@ def test_a_jittered_schedule_fires_once_per_slot_at_its_fire_at_through_two_beat
     for name, gap in gaps.items():
         jitter = timedelta(seconds=jitters[name][1])
         for slot in slots(START + gap, gap, end):
-            due = fire_at(name, slot, jitter, slot + gap)
+            due = fire_at(uid_of(name), slot, jitter, slot + gap)
             if due <= end:
                 expected[(name, slot)] = due
     # The jitter really moves fires, and the 15 min window is narrowed to the 5 min gap.
@@ -246,7 +250,7 @@ def test_a_jittered_schedule_fires_once_per_slot_at_its_fire_at_through_two_beat
     for when, request in publisher:
         due = expected[(request.schedule_name, request.slot)]
         assert due <= when < due + step, request
-        assert request.task_id == fire_task_id(request.schedule_name, request.slot)
+        assert request.task_id == task_id_of(request.schedule_name, request.slot)
     for name in gaps:
         assert recorded(tables, name) == sorted(s for n, s in expected if n == name)
 

@@ -17,7 +17,7 @@ import pytest
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import Definition
+from celery_dbeat.core.definitions import Definition
 from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables
 
 CORRUPT = [
@@ -106,3 +106,23 @@ def test_an_unreadable_earliest_instant_does_not_stop_the_tick(
     assert "next_run_at" in (tables.row("bad").last_error or "")
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [f"dbeat: schedule 'bad' set aside: {tables.row('bad').last_error}"]
+
+
+@pytest.mark.parametrize(("database_url", "column", "value"), CORRUPT, indirect=["database_url"])
+def test_giving_the_same_timing_again_replaces_a_value_that_cannot_be_read(
+    api: Schedules, tables: Tables, clock: FixedClock, column: str, value: str
+) -> None:
+    """What the error message says to do works as said, even when nothing is given that
+    differs from what was read: the row is written again whole, the unreadable value as NULL."""
+    api.add("bad", "t.bad", Every(60))
+    tables.execute(f"UPDATE dbeat_schedules SET {column} = {value} WHERE name = 'bad'")
+    assert "cannot be read" in (api.get("bad").last_error or "")
+    clock.set(START + 30 * MINUTE)
+
+    repaired = api.update("bad", schedule=Every(60))
+
+    assert repaired.last_error is None
+    assert repaired.state == "active"
+    assert repaired.next_run_at == START + 31 * MINUTE  # on its grid, from the edit on
+    assert getattr(tables.row("bad"), column) == getattr(repaired, column)  # readable again
+    assert api.get("bad") == repaired

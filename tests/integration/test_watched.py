@@ -18,8 +18,8 @@ import pytest
 from celery_dbeat import Cron
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import Definition
-from celery_dbeat.misfire import watched_since
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.misfire import watched_since
 from celery_dbeat.store import Store
 from tests.integration.conftest import START, MakeTicker, RecordingPublisher, Tables, at, run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import celery
 
-from celery_dbeat.scheduler import Scheduler
+from celery_dbeat.beat.scheduler import Scheduler
 
 
 def banner(**conf: object) -> str:
@@ -32,4 +32,4 @@ def test_the_banner_masks_passwords_and_shows_contradicting_settings() -> None:
 
 
 def test_a_consistent_configuration_shows_no_warning() -> None:
-    assert "WARNING" not in banner(dbeat_database_url="sqlite:///beat.db")
+    assert "WARNING" not in banner(dbeat_database_url="sqlite:////srv/beat/schedules.db")

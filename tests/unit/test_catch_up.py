@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from celery_dbeat import planning
-from celery_dbeat.misfire import Bulk, MisfirePolicy, MisfireRules, Resolution, resolve
-from celery_dbeat.planning import catch_up_slots, due_times
-from celery_dbeat.timing import Timing, build_timing
-from celery_dbeat.timing.cron import CronSpec
+from celery_dbeat.core import planning
+from celery_dbeat.core.misfire import Bulk, MisfirePolicy, MisfireRules, Resolution, resolve
+from celery_dbeat.core.planning import catch_up_slots, due_times
+from celery_dbeat.core.timing import Timing, build_timing
+from celery_dbeat.core.timing.cron import CronSpec
 
 UTC = timezone.utc
 ANCHOR = datetime(2026, 1, 1, tzinfo=UTC)

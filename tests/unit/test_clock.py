@@ -103,3 +103,19 @@ def test_an_outage_backs_off_doubling_to_its_longest_and_resets_when_recovered()
     assert (early, due) == (False, True)
     assert took == 10.0
     assert (outage.down, outage.backoff, outage.recovered()) == (False, 1.0, None)
+
+
+def test_a_long_outage_is_worth_a_reminder_once_per_interval_and_never_while_up() -> None:
+    clock = FixedClock(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    outage = Outage(first=1.0, longest=4.0, monotonic=clock.monotonic)
+    up = outage.remind(60)
+    outage.failed()
+    reminders = []
+    for _ in range(13):  # 130 s of an outage, asked every 10 s
+        clock.advance(timedelta(seconds=10))
+        reminders.append(outage.remind(60))
+    outage.recovered()
+
+    assert up is None
+    assert reminders == [None] * 5 + [60.0] + [None] * 5 + [120.0, None]
+    assert outage.remind(60) is None

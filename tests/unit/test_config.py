@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import celery
 import pytest
 
-from celery_dbeat.config import DEFAULT_DATABASE_URL, Settings, mask_url
-from celery_dbeat.errors import ConfigurationError
-from celery_dbeat.misfire import MisfirePolicy, MisfireRules
+from celery_dbeat.config import Settings, SettingsErrors, default_database_url, mask_url
+from celery_dbeat.core.errors import ConfigurationError
+from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules
 
 
 def app_with(config: object, namespace: str | None = None) -> celery.Celery:
@@ -21,7 +22,7 @@ def app_with(config: object, namespace: str | None = None) -> celery.Celery:
 
 def test_settings_have_the_documented_defaults() -> None:
     settings = Settings.from_mapping({})
-    assert settings.database_url == DEFAULT_DATABASE_URL
+    assert settings.database_url == default_database_url()
     assert settings.engine_options == {}
     assert settings.redis_url is None
     assert settings.redis_key_prefix == "dbeat:"
@@ -279,12 +280,12 @@ def test_an_unknown_dbeat_key_on_the_app_is_rejected() -> None:
 def test_a_misspelt_key_never_shows_its_value_and_a_bad_url_hides_its_password() -> None:
     with pytest.raises(ConfigurationError) as caught:
         Settings.from_mapping({"redis_ulr": "redis://:secret@h:6379/0"})
-    assert str(caught.value) == "dbeat_redis_ulr: unknown setting"
+    assert str(caught.value) == "dbeat_redis_ulr: unknown setting (did you mean dbeat_redis_url?)"
     with pytest.raises(ConfigurationError) as caught:
         Settings.from_mapping({"lock_tll": 60})
     assert (caught.value.key, str(caught.value)) == (
         "dbeat_lock_tll",
-        "dbeat_lock_tll: unknown setting",
+        "dbeat_lock_tll: unknown setting (did you mean dbeat_lock_ttl?)",
     )
     with pytest.raises(ConfigurationError) as caught:
         Settings.from_mapping({"redis_url": "redis://:se/cret@h:6379/0", "lock_ttl": "soon"})
@@ -330,8 +331,171 @@ def test_mask_url_hides_passwords(url: str | None, masked: str) -> None:
 
 
 def test_a_history_retention_shorter_than_runs_or_publish_retries_is_warned_about() -> None:
-    assert Settings.from_mapping({}).warnings() == []
-    found = Settings.from_mapping({"history_retention": "30m"}).warnings()
+    url = "postgresql+psycopg://db/schedules"
+    assert Settings.from_mapping({"database_url": url}).warnings() == []
+    found = Settings.from_mapping({"database_url": url, "history_retention": "30m"}).warnings()
     assert len(found) == 2
     assert "dbeat_max_run_time" in found[0]
     assert "dbeat_publish_retry_window" in found[1]
+
+
+# Where the schedules live without dbeat_database_url -------------------------------------------
+
+
+def test_without_a_database_url_the_schedules_live_in_the_users_data_directory_not_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    app = celery.Celery("proj", set_as_current=False)
+
+    settings = Settings.from_app(app)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+
+    assert settings.database_url == f"sqlite:///{tmp_path}/data/celery-dbeat/proj.sqlite3"
+    assert Settings.from_app(app).database_url == settings.database_url
+
+
+def test_each_celery_app_gets_a_default_file_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    urls = {
+        Settings.from_app(celery.Celery(name, set_as_current=False)).database_url
+        for name in ("billing", "reports", "proj/../x y")
+    }
+    assert urls == {
+        f"sqlite:///{tmp_path}/celery-dbeat/billing.sqlite3",
+        f"sqlite:///{tmp_path}/celery-dbeat/reports.sqlite3",
+        f"sqlite:///{tmp_path}/celery-dbeat/proj_.._x_y.sqlite3",
+    }
+
+
+def test_a_relative_xdg_data_home_is_ignored_as_the_xdg_spec_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_database_url("proj") == (
+        f"sqlite:///{tmp_path}/.local/share/celery-dbeat/proj.sqlite3"
+    )
+
+
+def test_the_default_database_is_warned_about_with_its_absolute_path_and_what_it_means(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+
+    (warning,) = Settings.from_app(celery.Celery("proj", set_as_current=False)).warnings()
+
+    assert warning.startswith(
+        f"dbeat_database_url is not set: the schedules are in the SQLite file "
+        f"{tmp_path}/celery-dbeat/proj.sqlite3, which only this user's beats on this host share;"
+    )
+    assert "send every fire again; set dbeat_database_url" in warning
+
+
+@pytest.mark.parametrize(
+    ("url", "fragment"),
+    [
+        pytest.param(
+            "sqlite:///schedules.db",
+            "names a SQLite file relative to the working directory ({cwd}/schedules.db here): "
+            "a beat started in another directory would use a file of its own and send every "
+            "fire again; give an absolute path (sqlite:///{cwd}/schedules.db)",
+            id="relative-file",
+        ),
+        pytest.param("sqlite://", "is an in-memory SQLite database", id="in-memory"),
+        pytest.param("sqlite:///:memory:", "is an in-memory SQLite database", id="memory-name"),
+    ],
+)
+def test_a_sqlite_file_other_beats_would_not_find_is_warned_about(
+    url: str, fragment: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    (warning,) = Settings.from_mapping({"database_url": url}).warnings()
+
+    assert fragment.format(cwd=tmp_path) in warning
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("sqlite:////srv/beat/schedules.db", id="absolute-sqlite"),
+        pytest.param("postgresql+psycopg://beat@db/proj", id="server"),
+    ],
+)
+def test_a_database_every_beat_finds_is_not_warned_about(url: str) -> None:
+    assert Settings.from_mapping({"database_url": url}).warnings() == []
+
+
+# Every problem at once ---------------------------------------------------------------------------
+
+
+class _TwoTyposAndABadValue:
+    dbeat_database_url = "sqlite:////srv/beat.db"
+    dbeat_max_intervall = 5
+    dbeat_lokc_ttl = 60
+    dbeat_batch_size = 0
+    dbeat_frobnicate = 1
+
+
+def test_every_misspelt_key_and_bad_value_is_reported_at_once_with_the_key_it_meant() -> None:
+    with pytest.raises(SettingsErrors) as caught:
+        Settings.from_app(app_with(_TwoTyposAndABadValue))
+
+    assert sorted(str(error) for error in caught.value.errors) == [
+        "dbeat_batch_size=0: must be a whole number >= 1",
+        "dbeat_frobnicate: unknown setting (misspelt?)",
+        "dbeat_lokc_ttl: unknown setting (did you mean dbeat_lock_ttl?)",
+        "dbeat_max_intervall: unknown setting (did you mean dbeat_max_interval?)",
+    ]
+    assert str(caught.value) == "; ".join(str(error) for error in caught.value.errors)
+    assert isinstance(caught.value, ConfigurationError)  # what every surface already catches
+
+
+class _NamespacedTypos:
+    CELERY_DBEAT_DATABASE_URL = "sqlite:////srv/beat.db"
+    CELERY_DBEAT_MAX_INTERVALL = 5
+    CELERY_DBEAT_REDIS_URI = "redis://:secret@h:6379/0"
+
+
+def test_a_namespaced_misspelling_is_named_as_written_with_the_key_it_meant() -> None:
+    with pytest.raises(SettingsErrors) as caught:
+        Settings.from_app(app_with(_NamespacedTypos, "CELERY"))
+
+    assert sorted(str(error) for error in caught.value.errors) == [
+        "CELERY_DBEAT_MAX_INTERVALL: unknown setting (did you mean CELERY_DBEAT_MAX_INTERVAL?)",
+        "CELERY_DBEAT_REDIS_URI: unknown setting (did you mean CELERY_DBEAT_REDIS_URL?)",
+    ]
+    assert "secret" not in str(caught.value)
+
+
+def test_several_bad_values_are_reported_at_once() -> None:
+    with pytest.raises(SettingsErrors) as caught:
+        Settings.from_mapping({"lock_ttl": "soon", "misfire_policy": "never", "batch_size": 1})
+
+    assert [error.key for error in caught.value.errors] == [
+        "dbeat_lock_ttl",
+        "dbeat_misfire_policy",
+    ]
+
+
+def test_without_a_home_directory_the_missing_database_url_is_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_app(celery.Celery("proj", set_as_current=False))
+
+    assert str(caught.value) == (
+        "dbeat_database_url=None: is not set, and this user has no home directory for the "
+        "default SQLite file; set dbeat_database_url (or HOME, or XDG_DATA_HOME)"
+    )

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from celery_dbeat.errors import ValidationError
-from celery_dbeat.timing import CronSpec
+from celery_dbeat.core.errors import ValidationError
+from celery_dbeat.core.timing import CronSpec
 from tests.unit.conftest import utc, utcs
 
 UTC = timezone.utc
@@ -691,6 +691,27 @@ def test_the_start_instant_may_be_given_in_any_zone() -> None:
         pytest.param(["0 0 * * *"], "UTC", {}, "cron", "cron expression", id="list-as-cron"),
         pytest.param("0 0 * * *", {"zone": "UTC"}, {}, "timezone", "IANA", id="dict-as-zone"),
         pytest.param("0 0 * * *", "UTC", {"dst_gap": ["skip"]}, "dst_gap", "gap", id="list-gap"),
+        # cron(8)'s grammar, read by celery-dbeat: the message says what is wrong and where.
+        pytest.param("60 * * * *", "UTC", {}, "cron", "60 is outside 0-59", id="minute-60"),
+        pytest.param("5-1 * * * *", "UTC", {}, "cron", "runs backwards", id="backwards-range"),
+        pytest.param(
+            "0 0 * * fri-sun", "UTC", {}, "cron", "Sunday at the end of a range is 7", id="fri-sun"
+        ),
+        pytest.param(
+            "jan * * * *", "UTC", {}, "cron", "'jan' is not a number", id="name-in-minute"
+        ),
+        pytest.param("0 0 * * fry", "UTC", {}, "cron", "or a name (sun,", id="unknown-day-name"),
+        pytest.param("5/ * * * *", "UTC", {}, "cron", "a step of 1 or more", id="empty-step"),
+        pytest.param(
+            "1-2-3 * * * *", "UTC", {}, "cron", "is not a value, a range", id="two-dashes"
+        ),
+        pytest.param("\u0665 * * * *", "UTC", {}, "cron", "ASCII", id="arabic-indic-digit"),
+        pytest.param("0\u00a00 * * *", "UTC", {}, "cron", "ASCII", id="no-break-space"),
+        # Found by the fuzzer: a '?' in the month field reached the day-of-month check.
+        pytest.param(
+            "* * 1 ? 0", "UTC", {}, "cron", "belong to the day fields", id="question-in-month"
+        ),
+        pytest.param("* L * * *", "UTC", {}, "cron", "belong to the day fields", id="l-in-hour"),
     ],
 )
 def test_bad_cron_specs_are_rejected_naming_the_field_and_value(
@@ -712,6 +733,7 @@ def test_bad_cron_specs_are_rejected_naming_the_field_and_value(
         pytest.param("0 0 * * MON", id="day-name"),
         pytest.param("0 0 1 jan *", id="month-name"),
         pytest.param("0 0 L * *", id="last-day-of-month"),
+        pytest.param("0 0 * * 5L", id="last-friday-as-quartz-writes-it"),
     ],
 )
 def test_unusual_but_valid_cron_expressions_are_accepted(expr: str) -> None:
@@ -845,6 +867,7 @@ def test_a_walk_resumed_from_any_slot_continues_with_the_same_slots(
         pytest.param("10/15 * * * *", ["00:10:00", "00:25:00", "00:40:00"], id="10-step-15"),
         pytest.param("0 20/6 * * *", ["20:00:00", "20:00:00", "20:00:00"], id="hour-20-step-6"),
         pytest.param("* * * * * 50/20", ["00:00:50", "00:01:50", "00:02:50"], id="second-50-step"),
+        pytest.param("5-5/15 * * * *", ["00:05:00", "01:05:00", "02:05:00"], id="5-5-step-is-5"),
     ],
 )
 def test_a_step_from_a_single_value_runs_to_the_end_of_the_field(
@@ -852,6 +875,35 @@ def test_a_step_from_a_single_value_runs_to_the_end_of_the_field(
 ) -> None:
     slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2024, 1, 1, tzinfo=timezone.utc))
     assert [next(slots).strftime("%H:%M:%S") for _ in expected] == expected
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        pytest.param("0 0 * * 6/1", ["Sat 04", "Sun 05", "Sat 11"], id="saturday-to-sunday-7"),
+        pytest.param("0 0 * * fri/2", ["Fri 03", "Sun 05", "Fri 10"], id="friday-step-2"),
+        pytest.param("0 0 * * MON/2", ["Fri 03", "Sun 05", "Mon 06"], id="monday-step-2"),
+        pytest.param("0 0 * * 7/1", ["Sun 05", "Sun 12", "Sun 19"], id="sunday-as-7"),
+        pytest.param("0 0 * * sat-7", ["Sat 04", "Sun 05", "Sat 11"], id="range-to-7"),
+        pytest.param("0 0 * * */7", ["Sun 05", "Sun 12", "Sun 19"], id="star-step-7"),
+        pytest.param("0 0 * * 7 0", ["Sun 05", "Sun 12", "Sun 19"], id="seven-with-seconds"),
+    ],
+)
+def test_the_day_of_week_field_ends_at_7_which_is_sunday(expr: str, expected: list[str]) -> None:
+    slots = CronSpec.parse(expr, "UTC").slots_after(datetime(2025, 1, 1, tzinfo=timezone.utc))
+    assert [next(slots).strftime("%a %d") for _ in expected] == expected
+
+
+def test_a_day_no_chosen_month_has_leaves_the_day_of_week_field_alone() -> None:
+    # cron(8) ORs the two day fields; the 30th of February is no day, so Mondays in February.
+    slots = CronSpec.parse("0 0 30 feb mon", "UTC").slots_after(datetime(2025, 1, 1, tzinfo=UTC))
+    assert [next(slots).strftime("%b %d %a") for _ in range(5)] == [
+        "Feb 03 Mon",
+        "Feb 10 Mon",
+        "Feb 17 Mon",
+        "Feb 24 Mon",
+        "Feb 02 Mon",
+    ]
 
 
 @pytest.mark.parametrize(

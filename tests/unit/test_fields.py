@@ -1,4 +1,4 @@
-"""A schedule's fields are defined once (celery_dbeat.fields): every layer that spells them out
+"""A schedule's fields are defined once (celery_dbeat.core.fields): every layer that spells them out
 for typing's sake (the table, the typed signatures, the rows planning and the API read) must have
 each one, and every value round-trips through the plain form that the CLI, export and admins
 exchange."""
@@ -14,8 +14,7 @@ import pytest
 
 from celery_dbeat import Cron, Every, Once, Solar
 from celery_dbeat.api import ScheduleInfo, Schedules
-from celery_dbeat.core.fires import ScheduleRow
-from celery_dbeat.definitions import (
+from celery_dbeat.core.definitions import (
     CREATE_ARGUMENTS,
     SPEC_COLUMNS,
     Definition,
@@ -23,9 +22,10 @@ from celery_dbeat.definitions import (
     definition_to_form,
     form_text,
 )
-from celery_dbeat.errors import ValidationError
-from celery_dbeat.fields import FIELDS, KIND_FIELDS, KINDS, Form, Role, names
-from celery_dbeat.specs import Spec, spec_from_fields
+from celery_dbeat.core.errors import ValidationError
+from celery_dbeat.core.fields import FIELDS, KIND_FIELDS, KINDS, Form, Role, names
+from celery_dbeat.core.fires import ScheduleRow
+from celery_dbeat.core.specs import Spec, spec_from_fields
 from celery_dbeat.store.models import Schedule
 
 FIELD_NAMES = [f.name for f in FIELDS]
@@ -38,9 +38,10 @@ def test_every_field_is_a_column_of_the_schedules_table() -> None:
 
 def test_the_typed_signatures_take_every_field_a_definition_holds() -> None:
     expected = {"name", *CREATE_ARGUMENTS}
-    for function in (Definition.create, Schedules.add):
+    # Schedules.add also takes who made the edit, for the audit trail.
+    for function, extra in ((Definition.create, set()), (Schedules.add, {"actor"})):
         parameters = set(inspect.signature(function).parameters) - {"self", "cls"}
-        assert parameters == expected, function.__qualname__
+        assert parameters == expected | extra, function.__qualname__
     held = {f.name for f in dataclasses.fields(Definition)} - {"spec"}
     assert held == set(names(Role.IDENTITY, Role.PAYLOAD, Role.SWITCH, Role.BOUNDS))
 
@@ -90,6 +91,9 @@ EVERY_FIELD: dict[str, Any] = {
     "jitter": 30.0,
     "overlap_policy": "buffer_one",
     "max_run_time": 7200.0,
+    "calendar": "uk-holidays",
+    "pause_after_failures": 3,
+    "history_limit": 20,
 }
 
 

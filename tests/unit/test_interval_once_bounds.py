@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from celery_dbeat.errors import ValidationError
-from celery_dbeat.timing import IntervalSpec, OnceSpec, build_timing
+from celery_dbeat.core.errors import ValidationError
+from celery_dbeat.core.timing import IntervalSpec, OnceSpec, build_timing
 from tests.unit.conftest import utc, utcs
 
 UTC = timezone.utc

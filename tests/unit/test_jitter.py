@@ -17,9 +17,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
-from celery_dbeat.misfire import MisfireRules
-from celery_dbeat.planning import plan
-from celery_dbeat.timing.jitter import fire_at
+from celery_dbeat.core.misfire import MisfireRules
+from celery_dbeat.core.planning import plan
+from celery_dbeat.core.timing.jitter import fire_at
 from tests.unit.conftest import at
 from tests.unit.test_planning import row
 
@@ -55,7 +55,7 @@ def test_fire_at_is_pinned_so_every_beat_and_version_computes_the_same_instant()
 def test_fire_at_is_the_same_in_another_process_with_another_hash_seed() -> None:
     code = (
         "from datetime import datetime, timedelta, timezone\n"
-        "from celery_dbeat.timing.jitter import fire_at\n"
+        "from celery_dbeat.core.timing.jitter import fire_at\n"
         "slot = datetime(2024, 1, 1, 10, tzinfo=timezone.utc)\n"
         "print(fire_at('nightly-report', slot, timedelta(minutes=10),"
         " slot + timedelta(hours=1)).isoformat())\n"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from celery_dbeat.misfire import MisfirePolicy, MisfireRules, Resolution, SlotGroup, resolve
+from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules, Resolution, SlotGroup, resolve
 from tests.unit.conftest import at
 
 UTC = timezone.utc

@@ -25,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
-from celery_dbeat.misfire import MisfirePolicy, MisfireRules
-from celery_dbeat.planning import plan
+from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules
+from celery_dbeat.core.planning import plan
 from tests.unit.conftest import at
 from tests.unit.test_planning import UTC, row
 
@@ -62,6 +62,20 @@ def schedule(kind: str, **fields: Any) -> ScheduleRow:
 
 def pending(*slots: datetime) -> list[NewFire]:
     return [NewFire(slot, PENDING, fire_task_id("s", slot)) for slot in slots]
+
+
+def queued(*slots: datetime) -> list[NewFire]:
+    """Catch-up fires of policy ``all``, sent with the capacity on-time fires leave: one queued
+    run standing for all of them (a single slot is a queued fire of its own)."""
+    if len(slots) == 1:
+        return [NewFire(slots[0], FireStatus.QUEUED, fire_task_id("s", slots[0]))]
+    if not slots:
+        return []
+    return [
+        NewFire(
+            slots[-1], FireStatus.QUEUED, slot_count=len(slots), first_slot=slots[0], slots=slots
+        )
+    ]
 
 
 def group(status: FireStatus, slots: list[datetime]) -> list[NewFire]:
@@ -107,7 +121,8 @@ def _expected(policy: str, kind: str, missed: int, grace: timedelta | None) -> C
         "all": eligible,
     }[policy]
     skipped = [t for t in eligible if t not in chosen]
-    fires = pending(*chosen) + group(SKIPPED, skipped) + group(DROPPED, dropped)
+    published = queued(*chosen) if policy == "all" else pending(*chosen)
+    fires = published + group(SKIPPED, skipped) + group(DROPPED, dropped)
     return Case(policy, kind, missed, grace, fires, next_run_at)
 
 
@@ -152,8 +167,8 @@ def test_missed_slots_are_published_skipped_or_dropped_as_the_policy_table_says(
 
     assert transition.error is None
     assert transition.fires == case.fires
-    sent = [f for f in transition.fires if f.status is PENDING]
-    assert transition.runs_added == len(sent)
+    sent = [f for f in transition.fires if f.status in (PENDING, FireStatus.QUEUED)]
+    assert transition.runs_added == sum(f.slot_count for f in sent)
     assert transition.last_slot == max(f.slot for f in transition.fires)
     assert transition.next_run_at == case.next_run_at
     assert transition.finished is (case.kind == "once")
@@ -222,7 +237,7 @@ def test_catchup_limit_keeps_the_newest_slots_of_all_and_counts_the_rest_skipped
     transition = plan(schedule(kind, misfire_policy="all", **fields), now_after(missed), rules)
     assert transition.error is None
     assert transition.fires == (
-        pending(*(hour(n) for n in sent))
+        queued(*(hour(n) for n in sent))
         + group(SKIPPED, [hour(n) for n in skipped])
         + group(DROPPED, [hour(n) for n in dropped])
     )
@@ -271,12 +286,13 @@ def test_an_hourly_cron_only_ever_fires_on_the_hour_of_its_zone(
         instants.append(fire.slot)
         if fire.first_slot is not None:
             instants.append(fire.first_slot)
+        instants += fire.slots
     for instant in instants:
         local = instant.astimezone(ZoneInfo(zone))
         assert (local.minute, local.second, local.microsecond) == (0, 0, 0), instant
     for fire in transition.fires:
         assert fire.slot <= now
-        if fire.status is PENDING:
+        if fire.status is PENDING or (fire.status is FireStatus.QUEUED and not fire.slots):
             assert fire.task_id == fire_task_id("s", fire.slot)
     assert transition.next_run_at > now
     if zone == "UTC":

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from celery_dbeat.core.fires import FireStatus, NewFire, fire_task_id
-from celery_dbeat.misfire import MisfirePolicy, MisfireRules
-from celery_dbeat.overlap import OverlapPolicy, RunState, split_for_overlap
-from celery_dbeat.planning import plan
+from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules
+from celery_dbeat.core.overlap import OverlapPolicy, RunState, split_for_overlap
+from celery_dbeat.core.planning import plan
 from tests.unit.conftest import at
 from tests.unit.test_planning import row
 

@@ -9,9 +9,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from celery_dbeat.core.fires import FireStatus, NewFire, ScheduleRow, fire_task_id
-from celery_dbeat.misfire import MisfirePolicy, MisfireRules
-from celery_dbeat.planning import plan
+from celery_dbeat.core.fires import (
+    QUEUED_RUN_SLOTS,
+    FireStatus,
+    NewFire,
+    ScheduleRow,
+    decode_slots,
+    encode_slots,
+    fire_task_id,
+    queued_fires,
+)
+from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules
+from celery_dbeat.core.planning import plan
 from tests.unit.conftest import at
 
 UTC = timezone.utc
@@ -20,9 +29,11 @@ DEFAULTS = MisfireRules()
 
 
 def row(**fields: Any) -> ScheduleRow:
-    """An hourly cron schedule named ``s``, created at midnight, with ``fields`` overridden."""
+    """An hourly cron schedule named ``s``, created at midnight, with ``fields`` overridden; its
+    ``uid`` is its name unless given (so ``fire_task_id(name, slot)`` is its task id)."""
     values: dict[str, Any] = {
         "id": 1,
+        "uid": fields.get("name", "s"),
         "name": "s",
         "task": "tasks.report",
         "args": "[]",
@@ -58,8 +69,55 @@ def pending(name: str, *slots: str) -> list[NewFire]:
     return [NewFire(at(s), PENDING, fire_task_id(name, at(s))) for s in slots]
 
 
+def queued(name: str, *slots: str) -> list[NewFire]:
+    """Catch-up fires of policy ``all``, sent with the capacity on-time fires leave: one queued
+    run standing for all of them (a single slot is a queued fire of its own)."""
+    instants = tuple(at(s) for s in slots)
+    if len(instants) == 1:
+        return [NewFire(instants[0], FireStatus.QUEUED, fire_task_id(name, instants[0]))]
+    return [
+        NewFire(
+            instants[-1],
+            FireStatus.QUEUED,
+            slot_count=len(instants),
+            first_slot=instants[0],
+            slots=instants,
+        )
+    ]
+
+
 def group(status: FireStatus, first: str, last: str, count: int) -> NewFire:
     return NewFire(at(last), status, slot_count=count, first_slot=at(first))
+
+
+# Queued runs -----------------------------------------------------------------------------------
+
+
+def test_a_catch_up_longer_than_a_queued_run_holds_is_several_runs_the_last_slot_alone_a_fire() -> (
+    None
+):
+    slots = [at("10:00") + n * timedelta(seconds=1) for n in range(2 * QUEUED_RUN_SLOTS + 1)]
+
+    fires = queued_fires("s", slots)
+
+    assert [f.slot_count for f in fires] == [QUEUED_RUN_SLOTS, QUEUED_RUN_SLOTS, 1]
+    assert [s for f in fires for s in (f.slots or (f.slot,))] == slots
+    assert all(f.slot == f.slots[-1] and f.first_slot == f.slots[0] for f in fires[:2])
+    assert [f.task_id for f in fires] == [None, None, fire_task_id("s", slots[-1])]
+    assert {f.status for f in fires} == {FireStatus.QUEUED}
+
+
+def test_a_queued_runs_slots_are_stored_as_iso_instants_and_read_back_aware_in_utc() -> None:
+    new_york = ZoneInfo("America/New_York")
+    slots = [datetime(2024, 11, 3, 1, 30, fold=fold, tzinfo=new_york) for fold in (0, 1)]
+    slots.append(datetime(2024, 11, 3, 7, 0, 0, 123456, tzinfo=timezone.utc))
+
+    text = encode_slots(slots)
+
+    assert text.startswith('["2024-11-03T05:30:00+00:00", "2024-11-03T06:30:00+00:00"')
+    # (Aware instants of a repeated hour never equal another zone's: compare in UTC.)
+    assert decode_slots(text) == [slot.astimezone(timezone.utc) for slot in slots]
+    assert {s.tzinfo for s in decode_slots(text)} == {timezone.utc}
 
 
 # Task ids --------------------------------------------------------------------------------------
@@ -150,7 +208,7 @@ def test_a_row_not_yet_due_records_nothing_and_keeps_next_run_at() -> None:
         pytest.param(
             {"misfire_policy": "all"},
             DEFAULTS,
-            pending("s", "10:00", "11:00", "12:00", "13:00"),
+            queued("s", "10:00", "11:00", "12:00", "13:00"),
             id="all",
         ),
         pytest.param(
@@ -182,13 +240,13 @@ def test_a_row_not_yet_due_records_nothing_and_keeps_next_run_at() -> None:
         pytest.param(
             {"misfire_policy": "all", "misfire_grace": 5400},
             DEFAULTS,
-            [*pending("s", "12:00", "13:00"), group(DROPPED, "10:00", "11:00", 2)],
+            [*queued("s", "12:00", "13:00"), group(DROPPED, "10:00", "11:00", 2)],
             id="all-w90",
         ),
         pytest.param(
             {},
             MisfireRules(MisfirePolicy.ALL, grace=timedelta(minutes=90)),
-            [*pending("s", "12:00", "13:00"), group(DROPPED, "10:00", "11:00", 2)],
+            [*queued("s", "12:00", "13:00"), group(DROPPED, "10:00", "11:00", 2)],
             id="beat-defaults-apply-when-the-row-sets-none",
         ),
         pytest.param(
@@ -204,12 +262,12 @@ def test_a_row_not_yet_due_records_nothing_and_keeps_next_run_at() -> None:
         pytest.param(
             {"misfire_policy": "all", "catchup_limit": 2},
             DEFAULTS,
-            [*pending("s", "12:00", "13:00"), group(SKIPPED, "10:00", "11:00", 2)],
+            [*queued("s", "12:00", "13:00"), group(SKIPPED, "10:00", "11:00", 2)],
             id="row-catchup-limit",
         ),
     ],
 )
-def test_missed_slots_become_pending_fires_and_counted_group_rows(
+def test_missed_slots_become_pending_or_queued_fires_and_counted_group_rows(
     fields: dict[str, Any], rules: MisfireRules, fires: list[NewFire]
 ) -> None:
     # SEMANTICS.md canonical check: hourly, every beat down from 09:59:30 to 13:10:00.
@@ -218,7 +276,9 @@ def test_missed_slots_become_pending_fires_and_counted_group_rows(
     assert transition.fires == fires
     assert transition.next_run_at == at("14:00")
     assert transition.last_slot == at("13:00")
-    assert transition.runs_added == sum(f.status is PENDING for f in fires)
+    assert transition.runs_added == sum(
+        f.slot_count for f in fires if f.status in (PENDING, FireStatus.QUEUED)
+    )
     assert not transition.finished
 
 
@@ -272,7 +332,7 @@ def test_a_row_past_end_at_finishes_after_its_last_slot() -> None:
         pytest.param(
             {"max_runs": 3, "run_count": 1, "misfire_policy": "all"},
             "13:10",
-            pending("s", "10:00", "11:00"),
+            queued("s", "10:00", "11:00"),
             None,
             True,
             id="catch-up-trimmed-to-the-runs-left",
@@ -305,7 +365,7 @@ def test_max_runs_trims_the_fires_and_finishes_the_schedule(
     transition = plan(row(next_run_at=at("10:00"), **fields), at(now), DEFAULTS)
     assert transition.error is None
     assert transition.fires == fires
-    assert transition.runs_added == len(fires)
+    assert transition.runs_added == sum(f.slot_count for f in fires)
     assert transition.next_run_at == (at(next_run_at) if next_run_at else None)
     assert transition.finished is finished
 

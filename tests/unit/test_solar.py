@@ -16,10 +16,10 @@ from celery.schedules import solar
 
 from celery_dbeat import Solar
 from celery_dbeat.beat_schedule import definitions_from_app, spec_from_celery
-from celery_dbeat.definitions import Definition, definition_from_form, definition_to_form
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.definitions import Definition, definition_from_form, definition_to_form
+from celery_dbeat.core.errors import ValidationError
+from celery_dbeat.core.timing import SolarSpec, build_timing
 from celery_dbeat.store.database import _config, create_engine, migrate
-from celery_dbeat.timing import SolarSpec, build_timing
 from tests.unit.conftest import utc
 
 pytest.importorskip("ephem")
@@ -46,7 +46,19 @@ CASES = [
     pytest.param("sunset", 40.7128, -74.006, utc("2024-10-30T00:00Z"), id="new-york-sunset"),
     pytest.param("solar_noon", -33.8688, 151.2093, utc("2024-06-01T00:00Z"), id="sydney-noon"),
     pytest.param("dawn_civil", 35.6762, 139.6503, utc("2025-01-01T00:00Z"), id="tokyo-dawn"),
-    pytest.param("dusk_astronomical", 0, 0, utc("2024-09-22T18:00Z"), id="null-island-dusk"),
+    pytest.param(
+        "dusk_astronomical",
+        0,
+        0,
+        utc("2024-09-22T18:00Z"),
+        id="null-island-dusk",
+        # Celery before 5.6.3 put astronomical dusk 18 degrees above the horizon, not below
+        # (celery/celery#10101); ours is the sun 18 degrees below, as the name says.
+        marks=pytest.mark.skipif(
+            cast(Any, solar)._horizons["dusk_astronomical"] == "18",
+            reason="this Celery's dusk_astronomical is the sun 18 degrees above the horizon",
+        ),
+    ),
     pytest.param("dawn_nautical", 59.33, 18.07, utc("2024-02-10T00:00Z"), id="stockholm-dawn"),
 ]
 
@@ -98,7 +110,7 @@ def test_polar_day_skips_to_the_first_sunset_after_it() -> None:
 
 
 def test_a_search_past_the_bound_ends_the_spec(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("celery_dbeat.timing.solar.MAX_SEARCH_DAYS", 30)
+    monkeypatch.setattr("celery_dbeat.core.timing.solar.MAX_SEARCH_DAYS", 30)
     spec = SolarSpec.parse("sunrise", 78.2, 15.6)
     assert list(spec.slots_after(utc("2024-12-01T00:00Z"))) == []
 

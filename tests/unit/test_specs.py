@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from celery_dbeat.specs import Cron, Every, Once, Solar, Spec, spec_from_fields
+from celery_dbeat.core.specs import Cron, Every, Once, Solar, Spec, spec_from_fields
 
 AT = datetime(2025, 1, 31, 8, 0, tzinfo=timezone.utc)
 
@@ -17,7 +17,20 @@ AT = datetime(2025, 1, 31, 8, 0, tzinfo=timezone.utc)
         (Cron("30 2 * * *", "America/New_York"), "cron '30 2 * * *' America/New_York"),
         (
             Cron("0 9 1 * mon", "Europe/Paris", dst_gap="skip", days="all"),
-            "cron '0 9 1 * mon' Europe/Paris dst_gap=skip days=all",
+            "cron '0 9 1 * mon' Europe/Paris dst_gap=skip days=all (both day fields must match, "
+            "as in Celery's crontab)",
+        ),
+        pytest.param(
+            Cron("0 4 * * mon", days="all"), "cron '0 4 * * mon' UTC", id="days-all-changes-nothing"
+        ),
+        pytest.param(
+            Cron("0 9 1 * mon 30", days="all"),
+            "cron '0 9 1 * mon 30' UTC days=all (both day fields must match, as in Celery's "
+            "crontab)",
+            id="six-fields",
+        ),
+        pytest.param(
+            Cron("0 9 */2 * mon", days="all"), "cron '0 9 */2 * mon' UTC", id="a-step-from-star"
         ),
         (Every("1h30m"), "every 1h30m"),
         (Every(0.25), "every 0.25s"),

@@ -9,15 +9,18 @@ from typing import Any
 import pytest
 
 from celery_dbeat import Cron, Every
-from celery_dbeat.definitions import Definition
-from celery_dbeat.durations import parse_duration
-from celery_dbeat.errors import ValidationError
-from celery_dbeat.validation import (
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.core.durations import parse_duration
+from celery_dbeat.core.errors import ValidationError
+from celery_dbeat.core.validation import (
     ALLOWED_OPTIONS,
+    CELERY_ACCEPT_CONTENT,
     MAX_CATCHUP_LIMIT,
     MAX_DELAY_SECONDS,
     MAX_JSON_BYTES,
+    MAX_TIME_LIMIT_SECONDS,
     RESERVED_HEADERS,
+    check_accepted,
     dump_json,
     parse_args,
     parse_kwargs,
@@ -157,7 +160,6 @@ def test_bad_options_are_rejected_naming_the_option(value: Any, field: str, frag
     "value",
     [
         pytest.param({"headers": {"trace": "abc", "x-id": 1}}, id="custom-headers"),
-        pytest.param({"headers": {"ID": "x", "Task": "y"}}, id="celery-names-in-another-case"),
         pytest.param({"headers": {"my_dbeat_tag": 1}}, id="dbeat-not-a-prefix"),
         pytest.param({"headers": {}}, id="no-headers"),
         pytest.param({"serializer": "json"}, id="json"),
@@ -170,7 +172,9 @@ def test_bad_options_are_rejected_naming_the_option(value: Any, field: str, frag
         pytest.param({"serializer": None, "compression": None}, id="null-encoding"),
         pytest.param({"countdown": MAX_DELAY_SECONDS}, id="countdown-at-the-bound"),
         pytest.param({"expires": float(MAX_DELAY_SECONDS)}, id="expires-at-the-bound"),
-        pytest.param({"time_limit": 10**9}, id="time-limit-unbounded"),
+        pytest.param({"time_limit": MAX_TIME_LIMIT_SECONDS}, id="time-limit-at-the-bound"),
+        pytest.param({"soft_time_limit": 0.5}, id="soft-time-limit-alone"),
+        pytest.param({"queue": "io", "exchange": "tasks", "routing_key": "io.x"}, id="routing"),
     ],
 )
 def test_options_that_publish_as_asked_are_accepted(value: dict[str, Any]) -> None:
@@ -185,6 +189,12 @@ def test_options_that_publish_as_asked_are_accepted(value: dict[str, Any]) -> No
                 {"headers": {name: "x"}}, "options.headers", "sets itself", id=f"header-{name}"
             )
             for name in sorted(RESERVED_HEADERS)
+        ),
+        *(
+            pytest.param(
+                {"headers": {name: "x"}}, "options.headers", "sets itself", id=f"header-{name}"
+            )
+            for name in ("ID", "Task", "ETA", "Root_Id", "CELERY_BEAT_TASK")
         ),
         pytest.param(
             {"headers": {"dbeat_schedule": "x"}}, "options.headers", "dbeat_*", id="dbeat-schedule"
@@ -206,6 +216,30 @@ def test_options_that_publish_as_asked_are_accepted(value: dict[str, Any]) -> No
         ),
         pytest.param({"expires": 1e12}, "options.expires", "31 days", id="expires"),
         pytest.param({"expires": float("inf")}, "options.expires", "31 days", id="expires-inf"),
+        *(
+            pytest.param({key: value}, f"options.{key}", "must not be empty", id=f"{key}-{shown}")
+            for key in ("queue", "exchange", "routing_key")
+            for value, shown in (("", "empty"), ("  ", "blank"))
+        ),
+        *(
+            pytest.param({key: value}, f"options.{key}", "at most 604,800", id=f"{key}-{shown}")
+            for key in ("time_limit", "soft_time_limit")
+            for value, shown in (
+                (0, "zero"),
+                (-1, "negative"),
+                (MAX_TIME_LIMIT_SECONDS + 1, "past-the-bound"),
+                (1e308, "absurd"),
+                (float("inf"), "infinite"),
+                (float("nan"), "nan"),
+                (10**400, "beyond-a-float"),
+            )
+        ),
+        pytest.param(
+            {"time_limit": 60, "soft_time_limit": 90},
+            "options.soft_time_limit",
+            "must be below time_limit (60 s)",
+            id="soft-limit-after-the-hard-one",
+        ),
     ],
 )
 def test_options_that_would_break_publishing_are_refused_naming_the_option(
@@ -248,6 +282,76 @@ def test_a_serializer_the_app_registers_is_accepted() -> None:
         assert parse_options({"serializer": "upper"}) == {"serializer": "upper"}
     finally:
         unregister("upper")
+
+
+@pytest.mark.parametrize(
+    ("accept_content", "serializer"),
+    [
+        pytest.param(None, "json", id="no-app-json"),
+        pytest.param(["json"], "json", id="json"),
+        pytest.param(["application/json"], "json", id="accepted-as-a-content-type"),
+        pytest.param(["json", "pickle"], "pickle", id="pickle-accepted"),
+        pytest.param(["application/x-python-serialize"], "pickle", id="pickle-as-a-content-type"),
+        pytest.param(["yaml"], "yaml", id="yaml-accepted"),
+        pytest.param(["json"], None, id="no-serializer-option"),
+    ],
+)
+def test_a_serializer_the_workers_accept_passes(
+    accept_content: list[str] | None, serializer: str | None
+) -> None:
+    check_accepted({"serializer": serializer}, accept_content)
+
+
+@pytest.mark.parametrize(
+    ("accept_content", "serializer", "message"),
+    [
+        pytest.param(
+            None,
+            "pickle",
+            "options.serializer='pickle': is not in Celery's default accept_content ['json'], so "
+            "workers would refuse its messages; use 'json', or add 'pickle' to the app's "
+            "accept_content and manage schedules with Schedules.from_app(app)",
+            id="no-app-pickle",
+        ),
+        pytest.param(
+            ["json"],
+            "yaml",
+            "options.serializer='yaml': is not in the app's accept_content ['json'], so workers "
+            "would refuse its messages; use 'json', or add 'yaml' to accept_content "
+            "(CELERY_ACCEPT_CONTENT in Django settings)",
+            id="yaml",
+        ),
+        pytest.param(
+            ["application/json", "pickle"],
+            "yaml",
+            "options.serializer='yaml': is not in the app's accept_content ['application/json', "
+            "'pickle'], so workers would refuse its messages; use 'json' or 'pickle', or add "
+            "'yaml' to accept_content (CELERY_ACCEPT_CONTENT in Django settings)",
+            id="names-every-accepted-serializer",
+        ),
+        pytest.param(
+            ["pickle"],
+            "json",
+            "options.serializer='json': is not in the app's accept_content ['pickle'], so "
+            "workers would refuse its messages; use 'pickle', or add 'json' to accept_content "
+            "(CELERY_ACCEPT_CONTENT in Django settings)",
+            id="even-json",
+        ),
+    ],
+)
+def test_a_serializer_the_workers_refuse_is_refused_saying_which_setting_to_change(
+    accept_content: list[str] | None, serializer: str, message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        check_accepted({"serializer": serializer}, accept_content)
+    assert caught.value.field == "options.serializer"
+    assert str(caught.value) == message
+
+
+def test_celery_s_default_accept_content_is_json_only() -> None:
+    from celery import Celery
+
+    assert tuple(Celery(set_as_current=False).conf.accept_content) == CELERY_ACCEPT_CONTENT
 
 
 def test_allowed_options_exclude_task_id_and_eta() -> None:

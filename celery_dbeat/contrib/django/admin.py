@@ -1,9 +1,13 @@
-"""Django admin for celery-dbeat: schedules (edit, pause, resume, trigger), fires and beats.
+"""Django admin for celery-dbeat: schedules (edit, pause, resume, trigger), fires, beats, the
+audit trail and the exclusion calendars (edited through the API: ``calendars.py``).
 
 Reads go through the read-only models; every write goes through
 :class:`celery_dbeat.api.Schedules`, so it is validated and moves ``next_run_at`` by the same
 rules as the CLI and beat's config sync (a timing edit recomputes it, a payload edit keeps it).
 Until celery-dbeat's tables are there, every view shows what to do instead (see ``tables.py``).
+A row holding a value that cannot be read is shown with its error (``models.py``). The actions
+(pause, resume, run now, backfill) are recorded in each schedule's history, as edits are;
+backfill first asks for the range on a page of its own.
 """
 
 from __future__ import annotations
@@ -12,35 +16,42 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from django import forms as django_forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.contrib.admin.options import csrf_protect_m
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
-from celery_dbeat.definitions import SPEC_COLUMNS
-from celery_dbeat.errors import DBeatError, ScheduleNotFound
-from celery_dbeat.fields import KIND_FIELDS
-from celery_dbeat.specs import spec_from_fields
+from celery_dbeat.core.audit import subject
+from celery_dbeat.core.definitions import MAX_PAUSE_NOTE, SPEC_COLUMNS, TIMING_COLUMNS
+from celery_dbeat.core.errors import DBeatError, ScheduleNotFound
+from celery_dbeat.core.fields import KIND_FIELDS
+from celery_dbeat.core.specs import spec_from_fields
 
-from .base import OnScheduleDatabase, ReadOnly
+from .base import OnScheduleDatabase, ReadOnly, WriteRefused, request_actor
+from .calendars import CalendarAdmin
 from .conf import schedules
 from .display import (
     RunStatusFilter,
     StateFilter,
     StatusFilter,
     instant,
+    instant_of,
     next_slots_html,
     recent_fires_html,
+    shortened,
     show_lag,
-    utc,
 )
-from .forms import ScheduleForm, ScheduleFormBase
-from .models import Beat, Fire, Schedule
+from .forms import BackfillForm, ScheduleForm, ScheduleFormBase
+from .load import load_view
+from .models import AuditEntry, Beat, Calendar, Fire, Schedule
 from .tasks import unknown_task_warning
 
-__all__ = ["BeatAdmin", "FireAdmin", "ScheduleAdmin"]
+__all__ = ["AuditAdmin", "BeatAdmin", "CalendarAdmin", "FireAdmin", "ScheduleAdmin"]
 
 #: Slots shown by the change page's preview, and fires in its recent history.
 PREVIEW_COUNT = 5
@@ -51,17 +62,35 @@ CONFIG_WARNING = (
 )
 
 
-class _WriteRefused(Exception):
-    """The API refused a write after the form validated (a concurrent edit, a name taken)."""
+class PauseActionForm(ActionForm):
+    """The action bar, with the note a pause carries (who paused and why)."""
+
+    note = django_forms.CharField(
+        required=False,
+        max_length=MAX_PAUSE_NOTE,
+        label="Pause note",
+        widget=django_forms.TextInput(attrs={"size": 40, "placeholder": "who, and why (pause)"}),
+    )
 
 
 @admin.register(Schedule)
 class ScheduleAdmin(OnScheduleDatabase):
     form = ScheduleForm
-    list_display = ("name", "task", "spec", "state", "next_run", "last_fired", "run_count")
+    list_display = (
+        "name",
+        "task",
+        "spec",
+        "state",
+        "next_run",
+        "last_fired",
+        "run_count",
+        "error",
+    )
     list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
     search_fields = ("name", "task")
-    actions = ("pause", "resume", "trigger")
+
+    actions = ("pause", "resume", "trigger", "backfill")
+    action_form = PauseActionForm
     save_on_top = True
     #: Each kind's fieldset: shown alone by the kind menu's script (class dbeat-kind-<kind>).
     kind_fieldsets = (
@@ -73,13 +102,16 @@ class ScheduleAdmin(OnScheduleDatabase):
     bound_fields = ("start_at", "end_at", "max_runs", "jitter")
     state_fields = (
         "state",
+        "paused",
         "next_run",
         "due",
         "next_slots",
         "last_fired",
         "run_count",
+        "failures",
         "finished",
         "last_error",
+        "pruned",
         "origin",
         "created",
         "updated",
@@ -87,8 +119,15 @@ class ScheduleAdmin(OnScheduleDatabase):
 
     last_fired = instant("last_slot", "last slot")
     finished = instant("finished_at", "finished at")
+    pruned = instant("pruned_until", "history pruned until")
     created = instant("created_at", "created at")
     updated = instant("updated_at", "updated at")
+
+    def get_urls(self) -> list[Any]:
+        """``load/``: the next 24 hours drawn (:mod:`.load`), linked from the list's tools."""
+        page = self.admin_site.admin_view(lambda request: load_view(self, request))
+        name = f"{self.opts.app_label}_{self.opts.model_name}_load"
+        return [path("load/", page, name=name), *super().get_urls()]
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         fieldsets: list[tuple[str | None, dict[str, Any]]] = [
@@ -104,9 +143,11 @@ class ScheduleAdmin(OnScheduleDatabase):
             )
         fieldsets += [
             ("Bounds and jitter", {"fields": self.bound_fields}),
+            ("Exclusion calendar", {"fields": ("calendar",)}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
             ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
+            ("Failures and history", {"fields": ("pause_after_failures", "history_limit")}),
         ]
         if obj is not None:
             fieldsets.append(("State", {"fields": self.state_fields}))
@@ -120,21 +161,58 @@ class ScheduleAdmin(OnScheduleDatabase):
     def spec(self, obj: Schedule) -> str:
         """The spec's own text, as on the command line (``every 1h30m``)."""
         spec = spec_from_fields({column: getattr(obj, column) for column in SPEC_COLUMNS})
-        return spec.text() if spec is not None else f"{obj.kind} (incomplete)"
+        text = spec.text() if spec is not None else f"{obj.kind} (incomplete)"
+        lost = [c for c in obj.unreadable.columns if c in TIMING_COLUMNS] if obj.unreadable else []
+        return f"{text} ({', '.join(lost)} cannot be read)" if lost else text
+
+    @admin.display(description="last error")
+    def error(self, obj: Schedule) -> str:
+        return shortened(obj.last_error)
+
+    @admin.display(description="failed runs in a row")
+    def failures(self, obj: Schedule) -> str:
+        """The count ``pause_after_failures`` is compared with, and that number if set."""
+        limit = obj.pause_after_failures
+        paused_at = f" (pauses at {limit})" if limit is not None else ""
+        return f"{obj.consecutive_failures}{paused_at}"
 
     @admin.display(description="state")
     def state(self, obj: Schedule) -> str:
-        return obj.state
+        """The state; a paused schedule's note below it (all of it on hover), an active one's
+        failed runs in a row."""
+        if obj.state == "active" and obj.consecutive_failures:
+            failing: str = format_html(
+                "{}<br>{} failed runs in a row", obj.state, obj.consecutive_failures
+            )
+            return failing
+        if obj.state != "paused" or not obj.pause_note:
+            return str(obj.state)
+        shown: str = format_html("{}<br>{}", obj.state, shortened(obj.pause_note, 60))
+        return shown
+
+    @admin.display(description="paused")
+    def paused(self, obj: Schedule) -> str:
+        """When, by what and why it was paused (``-`` unless paused)."""
+        if obj.state != "paused" or obj.paused_at is None:
+            return "-"
+        source = f" ({obj.pause_source})" if obj.pause_source else ""
+        note = f": {obj.pause_note}" if obj.pause_note else ""
+        return f"{instant_of(obj, 'paused_at')}{source}{note}"
 
     @admin.display(description="next run at", ordering="next_run_at")
     def next_run(self, obj: Schedule) -> str:
         """None unless active: a paused, finished or failing schedule does not fire (the stored
         ``next_run_at`` of a paused one is recomputed when it resumes)."""
-        return utc(obj.next_run_at) if obj.state == "active" else f"none ({obj.state})"
+        return self._upcoming(obj, "next_run_at")
 
     @admin.display(description="due at (with jitter)", ordering="due_at")
     def due(self, obj: Schedule) -> str:
-        return utc(obj.due_at) if obj.state == "active" else f"none ({obj.state})"
+        return self._upcoming(obj, "due_at")
+
+    def _upcoming(self, obj: Schedule, field: str) -> str:
+        if obj.unreadable is not None and field in obj.unreadable.columns:
+            return instant_of(obj, field)
+        return instant_of(obj, field) if obj.state == "active" else f"none ({obj.state})"
 
     @admin.display(description="next slots")
     def next_slots(self, obj: Schedule) -> str:
@@ -145,6 +223,12 @@ class ScheduleAdmin(OnScheduleDatabase):
         except DBeatError as exc:
             return f"cannot be computed: {exc}"
         listed = next_slots_html(slots, obj.timezone if obj.kind == "cron" else None)
+        if obj.unreadable is not None:
+            unreadable: str = format_html(
+                "none while its stored values cannot be read; saved as shown, it would fire at: {}",
+                listed,
+            )
+            return unreadable
         if obj.state == "paused":
             paused: str = format_html(
                 "none while paused; resumed now (without catch-up), it would fire at: {}", listed
@@ -168,10 +252,6 @@ class ScheduleAdmin(OnScheduleDatabase):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        # Not inside Django's transaction (ModelAdmin opens one for POSTs): the write is the API's
-        # own transaction. On a SQLite file shared with the tables, Django's would keep a read
-        # snapshot from before the API's commit (the saved row would not be found), or with
-        # transaction_mode IMMEDIATE hold the write lock the API waits for.
         missing = self.tables_missing(request)
         if missing is not None:
             return missing
@@ -179,11 +259,9 @@ class ScheduleAdmin(OnScheduleDatabase):
             obj = self.get_object(request, object_id)
             if obj is not None and obj.origin == "config":
                 self.message_user(request, CONFIG_WARNING, messages.WARNING)
-        try:
-            return self._changeform_view(request, object_id, form_url, extra_context)
-        except _WriteRefused as exc:
-            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
+            if obj is not None and obj.unreadable is not None:
+                self.message_user(request, obj.unreadable.form_note(), messages.ERROR)
+        return self.api_changeform_view(request, object_id, form_url, extra_context)
 
     @csrf_protect_m
     def delete_view(
@@ -200,12 +278,12 @@ class ScheduleAdmin(OnScheduleDatabase):
         api = schedules()
         try:
             if not change:
-                info = api.create(definition)
+                info = api.create(definition, actor=request_actor(request))
             else:
                 assert form.original_name is not None
-                info = api.replace(form.original_name, definition)
+                info = api.replace(form.original_name, definition, actor=request_actor(request))
         except DBeatError as exc:
-            raise _WriteRefused(str(exc)) from exc
+            raise WriteRefused(str(exc)) from exc
         warning = unknown_task_warning(definition.task)
         if warning is not None:
             self.message_user(request, warning, messages.WARNING)
@@ -219,7 +297,7 @@ class ScheduleAdmin(OnScheduleDatabase):
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         with contextlib.suppress(ScheduleNotFound):  # removed meanwhile
-            schedules().remove(obj.name)
+            schedules().remove(obj.name, actor=request_actor(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         for schedule in queryset:
@@ -228,28 +306,38 @@ class ScheduleAdmin(OnScheduleDatabase):
     # Actions ----------------------------------------------------------------------------------
 
     def _each(
-        self, request: HttpRequest, queryset: QuerySet, call: Callable[[str], object]
+        self,
+        request: HttpRequest,
+        queryset: QuerySet,
+        call: Callable[[str], object],
+        logged: Callable[[object], str],
     ) -> list[str]:
-        """Apply ``call`` to each selected schedule's name; report what was refused, return
-        what was done (each name, with what ``call`` returned if anything)."""
+        """Apply ``call`` to each selected schedule's name; report what was refused, record
+        what was done in the schedule's history (``logged(what call returned)``), and return it
+        (each name, with what ``call`` returned if anything)."""
         done: list[str] = []
-        for name in queryset.values_list("name", flat=True):
+        for schedule in queryset:
+            name = schedule.name
             try:
                 detail = call(name)
             except DBeatError as exc:
                 self.message_user(request, f"{name}: {exc}", messages.ERROR)
                 continue
+            self.log_change(request, schedule, logged(detail))
             done.append(name if detail is None else f"{name} ({detail})")
         return done
 
     @admin.action(description="Pause the selected schedules", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """Pause with the note typed beside the action menu, else one naming the user."""
         api = schedules()
+        typed = str(request.POST.get("note", "")).strip()
+        note = typed or f"paused from the admin by {request.user.get_username()}"
 
         def pause(name: str) -> None:
-            api.pause(name)
+            api.pause(name, note=note, actor=request_actor(request))
 
-        done = self._each(request, queryset, pause)
+        done = self._each(request, queryset, pause, lambda _: f"Paused: {note}.")
         if done:
             self.message_user(request, f"Paused: {', '.join(done)}.", messages.SUCCESS)
 
@@ -261,9 +349,10 @@ class ScheduleAdmin(OnScheduleDatabase):
         api = schedules()
 
         def resume(name: str) -> None:
-            api.resume(name)
+            api.resume(name, actor=request_actor(request))
 
-        done = self._each(request, queryset, resume)
+        resumed = "Resumed from now, without catch-up."
+        done = self._each(request, queryset, resume, lambda _: resumed)
         if done:
             self.message_user(request, f"Resumed: {', '.join(done)}.", messages.SUCCESS)
 
@@ -273,9 +362,9 @@ class ScheduleAdmin(OnScheduleDatabase):
         api = schedules()
 
         def trigger(name: str) -> str:
-            return f"task id {api.trigger(name)}"
+            return f"task id {api.trigger(name, actor=request_actor(request))}"
 
-        done = self._each(request, queryset, trigger)
+        done = self._each(request, queryset, trigger, lambda detail: f"Run now: {detail}.")
         if not done:
             return
         triggered = f"Triggered: {', '.join(done)}"
@@ -292,6 +381,51 @@ class ScheduleAdmin(OnScheduleDatabase):
             f"{recorded} recorded and will be sent when a beat starts.",
             messages.WARNING,
         )
+
+    @admin.action(
+        description="Backfill a past range of the selected schedules", permissions=["change"]
+    )
+    def backfill(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """First the range (a page of its own, as Django's delete confirmation is), then each
+        schedule's report: a dry run stays on the page, a backfill goes back to the list."""
+        form = BackfillForm(request.POST if "apply" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            api = schedules()
+            data = form.cleaned_data
+
+            def backfill(name: str) -> str:
+                report = api.backfill(
+                    name,
+                    data["start"],
+                    data["end"],
+                    limit=data["limit"],
+                    dry_run=data["dry_run"],
+                    resend=data["resend"],
+                    actor=request_actor(request),
+                )
+                level = messages.SUCCESS if report.queued else messages.INFO
+                self.message_user(request, report.summary(), level)
+                return f"Backfill: {report.summary()}."
+
+            if data["dry_run"]:
+                for schedule in queryset:
+                    try:
+                        backfill(schedule.name)
+                    except DBeatError as exc:
+                        self.message_user(request, f"{schedule.name}: {exc}", messages.ERROR)
+            else:
+                self._each(request, queryset, backfill, str)
+                return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Backfill",
+            "opts": self.model._meta,
+            "form": form,
+            "schedules": list(queryset),
+            "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+            "action": "backfill",
+        }
+        return TemplateResponse(request, "admin/celery_dbeat/backfill.html", context)
 
 
 @admin.register(Fire)
@@ -389,3 +523,22 @@ class BeatAdmin(ReadOnly):
         age = api.clock.now() - obj.last_seen_at
         live = obj.name in {beat.name for beat in api.live_beats()}  # the trigger action's rule
         return f"{'live' if live else 'silent'}, seen {age.total_seconds():.0f} s ago"
+
+
+@admin.register(AuditEntry)
+class AuditAdmin(ReadOnly):
+    """The audit trail, newest first: read-only, as every surface writes it with its edits."""
+
+    list_display = ("when", "actor", "surface", "action", "about", "changes")
+    list_filter = ("surface", "action")
+    search_fields = ("schedule_name", "schedule_uid", "actor")
+    fields = ("when", "actor", "surface", "action", "about", "schedule_uid", "changes")
+
+    when = instant("at", "at")
+
+    @admin.display(description="schedule or calendar", ordering="schedule_name")
+    def about(self, obj: AuditEntry) -> str:
+        return subject(obj.action, obj.schedule_name)
+
+
+admin.site.register(Calendar, CalendarAdmin)

@@ -5,14 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+
+from celery_dbeat.core.audit import Actor, Surface
 
 from .conf import database_alias
 from .tables import tables_problem, unavailable_response
 
-__all__ = ["OnScheduleDatabase", "ReadOnly"]
+__all__ = ["OnScheduleDatabase", "ReadOnly", "WriteRefused", "request_actor"]
+
+
+def request_actor(request: HttpRequest) -> Actor:
+    """The logged-in user, as the audit trail records them."""
+    return Actor(request.user.get_username() or "anonymous", Surface.DJANGO_ADMIN.value)
+
+
+class WriteRefused(Exception):
+    """The API refused a write after the form validated (a concurrent edit, a name taken, a
+    calendar in use): raised by ``save_model`` or ``delete_model``, shown by
+    :meth:`OnScheduleDatabase.api_changeform_view`."""
 
 
 class OnScheduleDatabase(admin.ModelAdmin):
@@ -31,6 +44,23 @@ class OnScheduleDatabase(admin.ModelAdmin):
         if problem is None:
             return None
         return unavailable_response(request, self.admin_site, self.opts, problem)
+
+    def api_changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None,
+        form_url: str,
+        extra_context: dict[str, Any] | None,
+    ) -> HttpResponse:
+        """The change form outside Django's transaction (ModelAdmin opens one for POSTs): the
+        API writes in its own. On a SQLite file shared with the tables, Django's would keep a
+        read snapshot from before the API's commit, or hold the write lock the API waits for. A
+        write the API refuses is shown, and nothing is saved."""
+        try:
+            return self._changeform_view(request, object_id, form_url, extra_context)
+        except WriteRefused as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

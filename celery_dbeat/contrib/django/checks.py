@@ -1,9 +1,12 @@
-"""System checks: the admin must read and write the database that beat fires from, and find
-celery-dbeat's tables there.
+"""System checks: celery-dbeat's settings must all be known and valid, the admin must read and
+write the database that beat fires from, and find celery-dbeat's tables there.
 
-Every finding about the tables is a warning, never an error: Django runs the checks before
-``migrate`` (an error would stop the very command that creates the tables), before ``runserver``
-and before a test run, whose test databases may not hold the tables at all.
+Every setting problem is reported at once, one error each (a misspelt ``CELERY_DBEAT_*`` or
+``DBEAT_*`` setting, which would otherwise be ignored here while beat refuses it, names the
+setting it most likely meant). Every finding about the tables is a warning, never an error:
+Django runs the checks before ``migrate`` (an error would stop the very command that creates the
+tables), before ``runserver`` and before a test run, whose test databases may not hold the tables
+at all.
 """
 
 from __future__ import annotations
@@ -13,8 +16,14 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.core.checks import Warning as CheckWarning
 
-from celery_dbeat.config import DEFAULT_DATABASE_URL, mask_url
-from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.config import (
+    SETTING_KEYS,
+    default_database_url,
+    mask_url,
+    misspelt_keys,
+    suggestion,
+)
+from celery_dbeat.core.errors import ConfigurationError
 
 from .conf import (
     database_alias,
@@ -32,8 +41,41 @@ HINT_URL = (
 )
 
 
+#: Django settings of the integration itself (not read by Celery).
+DJANGO_SETTINGS = ("DBEAT_DATABASE_ALIAS",)
+
+
+def _misspelt() -> list[ConfigurationError]:
+    """Django settings that look like celery-dbeat's but name none (``CELERY_DBEAT_*``, or
+    ``DBEAT_*``, which the Celery app never reads), and the same in the project's Celery app."""
+    from django.conf import settings
+
+    known = [f"CELERY_{key.upper()}" for key in SETTING_KEYS] + list(DJANGO_SETTINGS)
+    found = []
+    for name in dir(settings):
+        if not name.isupper() or name in known:
+            continue
+        if name.startswith("DBEAT_") and f"CELERY_{name}" in known:
+            meant = f" (did you mean CELERY_{name}?)"
+        elif name.startswith(("CELERY_DBEAT_", "DBEAT_")):
+            meant = suggestion(name, known) or " (misspelt?)"
+        else:
+            continue
+        found.append(ConfigurationError(name, None, f"unknown setting{meant}", hidden=True))
+    app = project_celery_app()
+    if app is not None:
+        seen = {error.key for error in found}
+        found += [
+            error
+            for error in misspelt_keys(app.conf.keys(), getattr(app, "namespace", None))
+            if error.key not in seen
+        ]
+    return found
+
+
 @register()
 def check_schedule_database(app_configs: Any = None, **_kwargs: Any) -> list[CheckMessage]:
+    found: list[CheckMessage] = [Error(str(error), id="celery_dbeat.E002") for error in _misspelt()]
     in_memory = False
     try:
         alias = database_alias()
@@ -41,10 +83,10 @@ def check_schedule_database(app_configs: Any = None, **_kwargs: Any) -> list[Che
         target = dbeat_settings().database_url
         read = database_url(alias)
     except ConfigurationError as exc:
+        problems = getattr(exc, "errors", [exc])  # every bad setting, one message each
         if in_memory:  # a test run: the project's own database is fine
-            return [CheckWarning(str(exc), id="celery_dbeat.W005")]
-        return [Error(str(exc), id="celery_dbeat.E001")]
-    found: list[CheckMessage] = []
+            return found + [CheckWarning(str(p), id="celery_dbeat.W005") for p in problems]
+        return found + [Error(str(p), id="celery_dbeat.E001") for p in problems]
     if not same_database(target, read):
         found.append(
             CheckWarning(
@@ -59,7 +101,7 @@ def check_schedule_database(app_configs: Any = None, **_kwargs: Any) -> list[Che
         found.append(
             CheckWarning(
                 f"the Celery app {app.main!r} has no dbeat_database_url: its beat would use "
-                f"{DEFAULT_DATABASE_URL}, while the admin uses {mask_url(target)}",
+                f"{default_database_url(app.main)}, while the admin uses {mask_url(target)}",
                 hint=HINT_URL,
                 id="celery_dbeat.W002",
             )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.config import Settings
-from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.store import Store
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "dbeat_settings",
     "in_memory_test_database",
     "is_test_database",
+    "on_reset",
     "project_celery_app",
     "remember_celery_app",
     "remember_databases",
@@ -280,7 +281,10 @@ def schedules() -> Schedules:
 
     With ``dbeat_redis_url`` set, each write wakes the running beats through Redis."""
     config = dbeat_settings()
+    app = project_celery_app()  # its workers' accept_content; without one, Celery's default
+    accept = tuple(app.conf.accept_content) if app and app.conf.accept_content else None
     key = (
+        accept,
         config.database_url,
         repr(sorted(config.engine_options.items())),
         config.redis_url,
@@ -297,17 +301,27 @@ def schedules() -> Schedules:
                 redis_key_prefix=config.redis_key_prefix,
                 redis_options=config.redis_options,
                 live_within=3 * config.max_interval,  # as Schedules.from_app
+                accept_content=accept,
             )
             _cache[key] = (store, api)
         return _cache[key][1]
 
 
+#: Called by :func:`reset`: caches kept elsewhere in this app (which tables were found ready).
+_reset_hooks: list[Callable[[], None]] = []
+
+
+def on_reset(hook: Callable[[], None]) -> Callable[[], None]:
+    """Have :func:`reset` call ``hook`` too (a decorator)."""
+    _reset_hooks.append(hook)
+    return hook
+
+
 def reset() -> None:
     """Close the cached APIs and their engines and forget which databases had the tables
     (settings changed, or at shutdown)."""
-    from .tables import forget
-
-    forget()
+    for hook in _reset_hooks:
+        hook()
     with _lock:
         cached = list(_cache.values())
         _cache.clear()

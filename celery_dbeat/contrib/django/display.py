@@ -12,7 +12,9 @@ from django.contrib import admin
 from django.db.models import Case, CharField, Q, QuerySet, Value, When
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
+from ...core.calendars import PreviewSlot
 from ...core.fires import FireStatus, RunStatus
 from ...core.states import OTHERWISE, RULE, STATES
 
@@ -21,8 +23,10 @@ __all__ = [
     "StateFilter",
     "StatusFilter",
     "instant",
+    "instant_of",
     "next_slots_html",
     "recent_fires_html",
+    "shortened",
     "show_lag",
     "utc",
 ]
@@ -37,15 +41,37 @@ def show_lag(value: timedelta | None) -> str:
     return "-" if value is None else f"{value.total_seconds():.3f} s"
 
 
+def instant_of(obj: Any, field: str) -> str:
+    """``obj``'s instant ``field`` with :func:`utc`, or "cannot be read" (the reason on hover)
+    when its stored value cannot be read (``models.py``)."""
+    problem = getattr(obj, "unreadable", None)
+    if problem is not None and field in problem.columns:
+        unreadable: str = format_html(
+            '<span class="dbeat-unreadable" title="{}">cannot be read</span>', str(problem)
+        )
+        return unreadable
+    return utc(getattr(obj, field))
+
+
 def instant(field: str, description: str) -> Callable[[Any, Any], str]:
-    """An admin column or read-only field showing ``field`` with :func:`utc`, sortable by it."""
+    """An admin column or read-only field showing ``field`` with :func:`instant_of`, sortable
+    by it."""
 
     @admin.display(description=description, ordering=field)
     def show(_admin: Any, obj: Any) -> str:
-        return utc(getattr(obj, field))
+        return instant_of(obj, field)
 
     column: Callable[[Any, Any], str] = show
     return column
+
+
+def shortened(text: str | None, length: int = 80) -> str:
+    """``text`` cut to ``length`` characters, all of it on hover (``-`` for none)."""
+    if not text:
+        return "-"
+    short = text if len(text) <= length else text[: length - 1] + "…"
+    shown: str = format_html('<span title="{}">{}</span>', text, short)
+    return shown
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -97,19 +123,40 @@ class RunStatusFilter(admin.SimpleListFilter):
         return queryset.filter(run_status=self.value()) if self.value() else queryset
 
 
-def next_slots_html(slots: list[datetime], zone_name: str | None) -> str:
-    """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone."""
+def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
+    """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone; a slot
+    its calendar excludes struck through, with the calendar's name."""
     if not slots:
         return "none: the schedule has no slot left"
     zone = None if zone_name in (None, "UTC", "Etc/UTC") else ZoneInfo(str(zone_name))
-    rows = []
-    for slot in slots:
+    items = []
+    for shown in slots:
+        slot = shown.slot
         local = "" if zone is None else f"{slot.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}"
-        rows.append((utc(slot), f" = {local} in {zone_name}" if local else ""))
-    html: str = format_html(
-        '<ol class="dbeat-next-slots">{}</ol>', format_html_join("", "<li>{}{}</li>", rows)
-    )
+        when = format_html("{}{}", utc(slot), f" = {local} in {zone_name}" if local else "")
+        if shown.excluded_by is None:
+            items.append(format_html("<li>{}</li>", when))
+        else:
+            items.append(
+                format_html(
+                    '<li class="dbeat-excluded"><s>{}</s> excluded by calendar <strong>{}</strong>'
+                    " (not sent)</li>",
+                    when,
+                    shown.excluded_by,
+                )
+            )
+    html: str = format_html('<ol class="dbeat-next-slots">{}</ol>', mark_safe("".join(items)))
     return html
+
+
+#: The recent fires scroll sideways in a box of their own, as Django's own lists do. The form
+#: row around them hides what overflows, and the read-only field (a flex item, ``readonly``
+#: class, of the ``recent_fires`` row) would otherwise be as wide as the table: the right-hand
+#: columns were cut off on a window 1400 px wide. No static file: the app ships none.
+RECENT_FIRES_STYLE = mark_safe(
+    "<style>.field-recent_fires div.readonly { min-width: 0; }"
+    " .dbeat-recent-fires-box { overflow-x: auto; }</style>"
+)
 
 
 def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
@@ -118,15 +165,15 @@ def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
     more = format_html('<a href="{}">all fires</a>', all_fires_url)
     rows = [
         (
-            utc(f.slot) + (" (manual)" if f.manual else ""),
+            format_html("{}{}", instant_of(f, "slot"), " (manual)" if f.manual else ""),
             f.status,
-            utc(f.sent_at),
+            instant_of(f, "sent_at"),
             show_lag(f.lag),
             f.beat or "-",
             f.task_id or "-",
             f.attempts,
             f.run_status or "-",
-            utc(f.started_at),
+            instant_of(f, "started_at"),
             show_lag(f.run_duration),
             f.worker or "-",
             " / ".join(e for e in (f.error, f.run_error) if e),
@@ -152,8 +199,10 @@ def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
         "error",
     )
     html: str = format_html(
+        '{}<div class="dbeat-recent-fires-box">'
         '<table class="dbeat-recent-fires"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
-        "<p>{}</p>",
+        "</div><p>{}</p>",
+        RECENT_FIRES_STYLE,
         format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
         format_html_join("", f"<tr>{cells}</tr>", rows),
         more,

@@ -18,21 +18,24 @@ from django import forms
 from django.utils.html import escapejs, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from celery_dbeat.definitions import (
+from celery_dbeat.core.backfill import MAX_BACKFILL
+from celery_dbeat.core.calendars import unknown_calendar
+from celery_dbeat.core.definitions import (
     FORM_FIELDS,
     SPEC_COLUMNS,
     Definition,
     definition_from_form,
     form_text,
 )
-from celery_dbeat.errors import ScheduleExists, ValidationError
-from celery_dbeat.fields import FIELDS, KIND_FIELDS, KINDS, Field, Form
+from celery_dbeat.core.errors import ScheduleExists, ValidationError
+from celery_dbeat.core.fields import FIELDS, KIND_FIELDS, KINDS, Field, Form
+from celery_dbeat.core.formats import parse_instant
 
-from .conf import database_alias
-from .models import Schedule
+from .conf import database_alias, schedules
+from .models import Calendar, Schedule
 from .tasks import suggested_task_names
 
-__all__ = ["ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
+__all__ = ["BackfillForm", "ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
 
 #: Fields the shared validation also checks together.
 _BOUNDS = ("start_at", "end_at")
@@ -148,7 +151,7 @@ def form_errors(values: dict[str, Any]) -> tuple[Definition | None, dict[str | N
 
 
 def _form_field(f: Field) -> forms.Field:
-    """The form field of ``f``, from its definition (:mod:`celery_dbeat.fields`): text, or a
+    """The form field of ``f``, from its definition (:mod:`celery_dbeat.core.fields`): text, or a
     checkbox for a flag, whatever the column's type (see the module's docstring)."""
     if f.form is Form.FLAG:
         return forms.BooleanField(required=False, initial=True, label=f.label, help_text=f.help)
@@ -187,6 +190,17 @@ class ScheduleFormBase(forms.ModelForm):
             self.add_error(field, message)
         if definition is None:
             return data
+        try:  # what the API refuses on writing: a serializer the workers would not take
+            schedules().check(definition)
+        except ValidationError as exc:
+            self.add_error(form_field_of(exc), str(exc))
+            return data
+        calendar = definition.calendar
+        if calendar is not None and not (
+            Calendar.objects.using(database_alias()).filter(name=calendar).exists()
+        ):
+            self.add_error("calendar", str(unknown_calendar(calendar)))
+            return data
         clash = Schedule.objects.using(database_alias()).filter(name=definition.name)
         if self.instance.pk is not None:
             clash = clash.exclude(pk=self.instance.pk)
@@ -207,9 +221,54 @@ class _Meta:
     fields = FORM_FIELDS
 
 
-#: The schedule form: one field per :data:`celery_dbeat.fields.FIELDS` entry, in its order.
+#: The schedule form: one field per :data:`celery_dbeat.core.fields.FIELDS` entry, in its order.
 ScheduleForm: type[ScheduleFormBase] = forms.models.ModelFormMetaclass(
     "ScheduleForm",
     (ScheduleFormBase,),
     {"__module__": __name__, "Meta": _Meta, **{f.name: _form_field(f) for f in FIELDS}},
 )
+
+
+class BackfillForm(forms.Form):
+    """The backfill action's page: the range (ISO-8601 instants, parsed as the CLI parses
+    them), the limit, whether to only count, and whether to resend pruned slots."""
+
+    start = forms.CharField(
+        label="From",
+        widget=forms.TextInput(attrs=WIDE),
+        help_text="The first slot's earliest instant, e.g. 2026-11-30T00:00:00Z (inclusive).",
+    )
+    end = forms.CharField(
+        label="To",
+        widget=forms.TextInput(attrs=WIDE),
+        help_text="The last slot's latest instant (inclusive); not after now.",
+    )
+    limit = forms.IntegerField(
+        label="At most",
+        min_value=1,
+        max_value=MAX_BACKFILL,
+        initial=10_000,
+        help_text="Refuse a range holding more slots than this, for each schedule.",
+    )
+    dry_run = forms.BooleanField(
+        label="Dry run: count the slots, record nothing", required=False, initial=True
+    )
+    resend = forms.BooleanField(
+        label="Resend: also the slots whose history was pruned",
+        required=False,
+        initial=False,
+        help_text="They may have been sent already: without this, they are left alone.",
+    )
+
+    def clean_start(self) -> Any:
+        return _instant(self.cleaned_data["start"])
+
+    def clean_end(self) -> Any:
+        return _instant(self.cleaned_data["end"])
+
+
+def _instant(text: str) -> Any:
+    try:
+        return parse_instant(text)
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from None

@@ -8,10 +8,16 @@ models are for reading (the admin, your own queries); an ORM write raises :class
 Their fields are read off the SQLAlchemy tables (``celery_dbeat.store.models``), one per column,
 so a new column needs no edit here; ``tests/integration/django/test_models.py`` checks the result
 against the tables and the migrated databases.
+
+An instant the field cannot read (PostgreSQL's ``'-infinity'``, text that is no timestamp in
+SQLite; see ``fields.py``) is ``None`` on the instance, whose ``unreadable`` says which columns
+and why; a schedule's ``last_error`` then says so, as celery-dbeat's own reads do
+(``store/reading.py``), so the schedule shows as in error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -20,10 +26,11 @@ from django.db import models
 
 from ...core.states import schedule_state
 from ...store.models import Base
+from ...store.reading import Unreadable
 from ...store.types import UTCDateTime
-from .fields import UTCDateTimeField
+from .fields import UnreadableInstant, UTCDateTimeField
 
-__all__ = ["Beat", "Fire", "ReadOnlyError", "Schedule"]
+__all__ = ["AuditEntry", "Beat", "Calendar", "Fire", "ReadOnlyError", "Schedule"]
 
 
 class ReadOnlyError(TypeError):
@@ -44,11 +51,27 @@ class ReadOnlyQuerySet(models.QuerySet):
 
 class ReadOnlyModel(models.Model):
     objects = ReadOnlyQuerySet.as_manager()
+    #: What of this row cannot be read (those columns are ``None``), if anything.
+    unreadable: Unreadable | None = None
 
     class Meta:
         abstract = True
 
     save = delete = _refuse
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Any:
+        pairs = zip(field_names, values, strict=True)
+        bad = {n: v for n, v in pairs if isinstance(v, UnreadableInstant)}
+        if not bad:
+            return super().from_db(db, field_names, values)
+        readable = [None if isinstance(v, UnreadableInstant) else v for v in values]
+        row = super().from_db(db, field_names, readable)
+        reasons = [str(v) if len(bad) == 1 else f"{n}: {v}" for n, v in bad.items()]
+        row.unreadable = Unreadable(tuple(bad), "; ".join(reasons), cls._meta.db_table)
+        if "last_error" in field_names:
+            row.last_error = str(row.unreadable)
+        return row
 
 
 def _field(column: sa.Column[Any]) -> models.Field:
@@ -129,12 +152,13 @@ class Fire(_FireColumns):
 
     def __str__(self) -> str:
         kind = "manual fire" if self.manual else "fire"
-        return f"{kind} of schedule {self.schedule_id} at {self.slot:%Y-%m-%d %H:%M:%S} UTC"
+        at = "an unreadable slot" if self.slot is None else f"{self.slot:%Y-%m-%d %H:%M:%S} UTC"
+        return f"{kind} of schedule {self.schedule_id} at {at}"
 
     @property
     def lag(self) -> timedelta | None:
         """How long after its slot the fire reached the broker (as ``FireInfo.lag``)."""
-        if self.sent_at is None:
+        if self.sent_at is None or self.slot is None:  # not sent, or cannot be read
             return None
         lag: timedelta = self.sent_at - self.slot
         return lag
@@ -165,6 +189,37 @@ class Beat(_BeatColumns):
         db_table = "dbeat_beats"
         ordering = ("name",)
         verbose_name = "beat"
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+
+_AuditColumns: Any = _columns_of("dbeat_audit")
+
+
+class AuditEntry(_AuditColumns):
+    """One entry of the audit trail: who changed a schedule, from where, when, and how."""
+
+    class Meta:
+        managed = False
+        db_table = "dbeat_audit"
+        ordering = ("-at", "-id")
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit trail"
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.schedule_name} by {self.actor}"
+
+
+_CalendarColumns: Any = _columns_of("dbeat_calendars")
+
+
+class Calendar(_CalendarColumns):
+    class Meta:
+        managed = False
+        db_table = "dbeat_calendars"
+        ordering = ("name",)
+        verbose_name = "calendar"
 
     def __str__(self) -> str:
         return str(self.name)

@@ -20,10 +20,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from celery_dbeat.config import mask_url
-from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.store.database import MIGRATIONS, VERSION_TABLE
 
-from .conf import database_alias, database_url
+from .conf import database_alias, database_url, on_reset
 
 __all__ = [
     "TABLES",
@@ -35,6 +35,8 @@ __all__ = [
     "unavailable_response",
 ]
 
+# The tables of the first revision: a schema missing any is "missing", one with them all is
+# judged by its revision (the later tables, calendars and audit, come with migrations).
 TABLES = ("dbeat_schedules", "dbeat_fires", "dbeat_beats")
 APP_LABEL = "celery_dbeat"
 
@@ -116,6 +118,7 @@ _lock = threading.Lock()
 _ready: set[tuple[str, ...]] = set()
 
 
+@on_reset
 def forget() -> None:
     """Check every database again (settings changed)."""
     with _lock:

@@ -1,6 +1,6 @@
 """Flask-Admin views for celery-dbeat: schedules (list, filters, search, forms, pause, resume,
-run now, delete), their fire history (with each run's outcome) and the running beats, for a
-Flask app you already have.
+run now, delete), their fire history (with each run's outcome), the exclusion calendars (list,
+forms, delete) and the running beats, for a Flask app you already have.
 
 Install with ``pip install "celery-dbeat[flask]"`` (Flask and Flask-Admin; nothing else). A whole
 app, with HTTP basic auth standing for your own login::
@@ -78,19 +78,28 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from ...api import Schedules
+from .audit import AUDIT_ENDPOINT, AuditView
 from .base import BEATS_ENDPOINT, FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession
 from .beats import BeatView
+from .calendars import CALENDARS_ENDPOINT, CalendarView
 from .history import FireView
+from .load import LOAD_ENDPOINT, LoadView
 from .schedules import ScheduleView, TaskNames
 
 __all__ = [
+    "AUDIT_ENDPOINT",
     "BEATS_ENDPOINT",
+    "CALENDARS_ENDPOINT",
     "FIRES_ENDPOINT",
+    "LOAD_ENDPOINT",
     "SCHEDULES_ENDPOINT",
     "Access",
     "AdminViews",
+    "AuditView",
     "BeatView",
+    "CalendarView",
     "FireView",
+    "LoadView",
     "ScheduleView",
     "TaskNames",
     "init_admin",
@@ -104,6 +113,9 @@ class AdminViews:
     schedules: ScheduleView
     fires: FireView
     beats: BeatView
+    calendars: CalendarView
+    load: LoadView
+    audit: AuditView
     #: The management API the views write through.
     api: Schedules
 
@@ -116,8 +128,9 @@ def init_admin(
     on_refused: Callable[[], ResponseReturnValue] | None = None,
     category: str | None = "Schedules",
     task_names: TaskNames | None = None,
+    actor: Callable[[], str | None] | None = None,
 ) -> AdminViews:
-    """Add the schedule, fire-history and beat views to ``admin``.
+    """Add the schedule, fire-history, calendar, beat, load and audit views to ``admin``.
 
     ``schedules`` is the management API to write through, or the engine or URL of the schedule
     database. Give ``Schedules.from_app(celery_app)`` to have each edit wake the running beats
@@ -137,8 +150,15 @@ def init_admin(
     ``imports``). Any name may still be typed; a saved one that is not among them gets a
     warning, since it may be registered only in the workers' code.
 
-    The views are at ``<admin url>/schedules/``, ``<admin url>/fires/`` and
-    ``<admin url>/beats/``, endpoints ``dbeat_schedules``, ``dbeat_fires`` and ``dbeat_beats``,
+    ``actor`` returns the logged-in user's name, which the audit trail records for each edit
+    (surface ``flask-admin``), for example ``lambda: current_user.get_id()``; by default the
+    HTTP basic auth user, else ``anonymous``. The trail is at ``<admin url>/audit/``
+    (endpoint ``dbeat_audit``), read-only.
+
+    The views are at ``<admin url>/schedules/``, ``<admin url>/fires/``,
+    ``<admin url>/calendars/`` (the exclusion calendars: list, create, edit, delete),
+    ``<admin url>/beats/`` and ``<admin url>/load/`` (the next 24 hours drawn), endpoints
+    ``dbeat_schedules``, ``dbeat_fires``, ``dbeat_calendars``, ``dbeat_beats`` and ``dbeat_load``,
     under the menu ``category`` (``None``: top level). A beat counts as running (the beats
     view, the run-now message) by :meth:`Schedules.live_beats`: a heartbeat within the API's
     ``live_within``.
@@ -150,10 +170,22 @@ def init_admin(
     access = Access(is_accessible, on_refused)
     fires = FireView(session, access, category=category)
     schedule_view = ScheduleView(
-        api, session, access, history=fires, category=category, task_names=task_names
+        api,
+        session,
+        access,
+        history=fires,
+        category=category,
+        task_names=task_names,
+        actor=actor,
     )
     beats = BeatView(api, session, access, category=category)
+    calendars = CalendarView(api, session, access, category=category, actor=actor)
     admin.add_view(schedule_view)
     admin.add_view(fires)
+    admin.add_view(calendars)
+    load = LoadView(api, access, category=category)
+    audit = AuditView(session, access, category=category)
     admin.add_view(beats)
-    return AdminViews(schedule_view, fires, beats, api)
+    admin.add_view(load)
+    admin.add_view(audit)
+    return AdminViews(schedule_view, fires, beats, calendars, load, audit, api)

@@ -2,8 +2,9 @@
 page every view shows instead of an error until celery-dbeat's tables exist.
 
 Flask-Admin reads rows through an ORM session; it never writes them. Every write goes through
-:class:`celery_dbeat.api.Schedules` (after :func:`~celery_dbeat.definitions.definition_from_form`
-for forms), so validation and the ``next_run_at`` rules are those of every other surface.
+:class:`celery_dbeat.api.Schedules` (after
+:func:`~celery_dbeat.core.definitions.definition_from_form` for forms), so validation and the
+``next_run_at`` rules are those of every other surface.
 
 On SQLite every transaction takes the database's write lock (``BEGIN IMMEDIATE``, see
 ``store/database.py``), so a view ends the session's read transaction (:meth:`DBeatView.end_read`)
@@ -13,19 +14,27 @@ Before its first page a view checks the schema (:func:`schema_problem`): while t
 missing, older than this celery-dbeat or unreachable, every view answers 503 with a page that
 says so and what to run, and checks again on the next request; once they are current it stops
 checking.
+
+A row may hold an instant the driver cannot read (PostgreSQL's ``'-infinity'``, text that is no
+timestamp in SQLite), which would fail the whole page. So the views' ORM queries leave the
+instant columns out (deferred), and :meth:`DBeatView.read_instants` reads them for the rows
+loaded in one query that survives such values (``store/reading.py``, as beat and the CLI read
+them): an unreadable one is ``None``, a schedule's ``last_error`` says so, and the page shows
+"cannot be read" in its place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import sqlalchemy as sa
-from flask import Blueprint, abort, make_response
+from flask import Blueprint, abort, g, make_response, request
 from flask.typing import ResponseReturnValue
+from flask_admin import tools
 from flask_admin.actions import action
 from flask_admin.contrib.sqla import ModelView
 from flask_admin.contrib.sqla.typefmt import (
@@ -33,14 +42,18 @@ from flask_admin.contrib.sqla.typefmt import (
 )
 from flask_admin.form import SecureForm
 from flask_admin.model.typefmt import DETAIL_FORMATTERS
-from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader
+from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, pass_context
 from markupsafe import Markup
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session, scoped_session
+from sqlalchemy.orm import Session, defer, scoped_session
+from sqlalchemy.orm.attributes import set_committed_value
 
-from ...errors import SchemaVersionError
+from ...core.audit import Actor, Surface
+from ...core.errors import SchemaVersionError
+from ...core.urls import mask_url
 from ...store.database import VERSION_TABLE, check_schema
-from ...urls import mask_url
+from ...store.reading import Unreadable, chunked, read_rows_detailed
+from ...store.types import UTCDateTime
 from .display import instant
 
 __all__ = [
@@ -54,6 +67,7 @@ __all__ = [
     "badge",
     "bulk_action",
     "schema_problem",
+    "unreadable_badge",
 ]
 
 SCHEDULES_ENDPOINT = "dbeat_schedules"
@@ -117,11 +131,13 @@ def schema_problem(engine: Engine) -> SchemaProblem | None:
     return None
 
 
-_Action = TypeVar("_Action", bound=Callable[..., None])
+_Action = TypeVar("_Action", bound=Callable[..., Any])
 
 
-def bulk_action(name: str, text: str, confirmation: str) -> Callable[[_Action], _Action]:
-    """Flask-Admin's ``@action``, typed."""
+def bulk_action(
+    name: str, text: str, confirmation: str | None = None
+) -> Callable[[_Action], _Action]:
+    """Flask-Admin's ``@action``, typed (an action may return a response: a page of its own)."""
     decorator: Callable[[_Action], _Action] = action(name, text, confirmation)
     return decorator
 
@@ -134,8 +150,23 @@ def badge(text: str, kind: str, title: str = "") -> Markup:
     return Markup('<span class="badge badge-{}" title="{}">{}</span>').format(kind, title, text)
 
 
+def unreadable_badge(problem: Unreadable) -> Markup:
+    """What a page shows in place of a value that cannot be read; the message on hover."""
+    return badge("cannot be read", "danger", str(problem))
+
+
+def _basic_auth_user() -> str | None:
+    """The HTTP basic auth user of the request, if it has one."""
+    auth = request.authorization
+    return None if auth is None else auth.username
+
+
 class DBeatView(ModelView):
-    """What both views share: the host's access rule, the session's lifetime, the templates."""
+    """What both views share: the host's access rule, the session's lifetime, the templates, and
+    who a view's writes are recorded as."""
+
+    #: The logged-in user's name, for the audit trail (``None``: the HTTP basic auth user).
+    actor: Callable[[], str | None] | None = None
 
     form_base_class = SecureForm
     named_filter_urls = True
@@ -160,7 +191,80 @@ class DBeatView(ModelView):
     ) -> None:
         self.access = access
         self._schema_current = False
+        table = cast(sa.Table, model.__table__)
+        (self._key,) = table.primary_key.columns
+        #: The instant columns, read apart from the others (:meth:`read_instants`); with a
+        #: schedule's ``last_error``, which says when one of them cannot be read.
+        self._instants = [c for c in table.columns if isinstance(c.type, UTCDateTime)]
+        self._read_apart = [*self._instants, *(c for c in table.columns if c.name == "last_error")]
         super().__init__(model, session, name=name, category=category, endpoint=endpoint, url=url)
+
+    def who(self) -> Actor:
+        """The logged-in user, as the audit trail records them (``anonymous`` without one)."""
+        name = (self.actor or _basic_auth_user)()
+        return Actor(name or "anonymous", Surface.FLASK_ADMIN.value)
+
+    # Rows holding a value that cannot be read --------------------------------------------------
+
+    def _deferred(self) -> list[Any]:
+        return [defer(getattr(self.model, column.name)) for column in self._instants]
+
+    def get_query(self) -> Any:
+        return super().get_query().options(*self._deferred())
+
+    def get_list(self, *args: Any, **kwargs: Any) -> Any:
+        count, rows = super().get_list(*args, **kwargs)
+        self.read_instants(rows)
+        return count, rows
+
+    def get_one(self, id: Any) -> Any:
+        return self.load(tools.iterdecode(id))
+
+    def load(self, key: Any) -> Any:
+        """The row whose primary key is ``key`` (``None`` if there is none), its instants read
+        by :meth:`read_instants`."""
+        row = self.session.get(self.model, key, options=self._deferred(), populate_existing=True)
+        if row is not None:
+            self.read_instants([row])
+        return row
+
+    def read_instants(self, rows: Sequence[Any]) -> None:
+        """Set the instants of ``rows`` (loaded without them) from one read that survives a
+        value the driver cannot convert, and remember which rows hold one (:meth:`unreadable`).
+        """
+        key, unreadable = self._key, g.setdefault("dbeat_unreadable", {})
+        by_key = {getattr(row, key.name): row for row in rows}
+        query = sa.select(key, *self._read_apart)
+        for chunk in chunked(list(by_key)):
+            found, problems = read_rows_detailed(
+                self.session.connection(), query.where(key.in_(chunk)), key=key
+            )
+            for values in found:
+                row = by_key[values._mapping[key.name]]
+                for column in self._read_apart:
+                    set_committed_value(row, column.name, values._mapping[column.name])
+            unreadable.update(((self.model, k), problem) for k, problem in problems.items())
+
+    def unreadable(self, row: Any) -> Unreadable | None:
+        """What of ``row`` cannot be read, if anything (rows read in this request)."""
+        problems: dict[tuple[type[Any], Any], Unreadable] = g.get("dbeat_unreadable", {})
+        return problems.get((self.model, getattr(row, self._key.name)))
+
+    @pass_context  # as Flask-Admin's: the templates call it with their context
+    def get_list_value(self, context: Any, model: Any, name: str) -> Any:
+        problem = self.unreadable(model)
+        if problem is not None and name in problem.columns:
+            return unreadable_badge(problem)
+        return super().get_list_value(context, model, name)
+
+    @pass_context
+    def get_detail_value(self, context: Any, model: Any, name: str) -> Any:
+        problem = self.unreadable(model)
+        if problem is not None and name in problem.columns:
+            return unreadable_badge(problem)
+        return super().get_detail_value(context, model, name)
+
+    # Access, schema, templates, session ------------------------------------------------------
 
     def is_accessible(self) -> bool:
         return bool(self.access.is_accessible())

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from ...core.fires import FireStatus
-from ...definitions import SPEC_COLUMNS
-from ...specs import spec_from_fields
+from ...core.definitions import SPEC_COLUMNS
+from ...core.specs import spec_from_fields
+from ...core.states import schedule_state
 from ...store.models import Fire, Schedule
 
 __all__ = [
@@ -76,13 +76,11 @@ def spec_summary(row: Schedule) -> str:
 
 
 def next_run(row: Schedule) -> str:
-    """When the schedule fires next, or why it does not: a paused (disabled) schedule sends
-    nothing whatever its stored ``next_run_at`` says, and a finished one has no slot left."""
-    if row.finished_at is not None:
-        return "none (finished)"
-    if not row.enabled:
-        return "none (paused)"
-    return instant(row.next_run_at)
+    """When the schedule fires next, or why it does not: only an active schedule sends its
+    stored ``next_run_at`` (a paused one's is recomputed when it resumes, one in error is set
+    aside, a finished one has no slot left), as ``ScheduleInfo.next_run``."""
+    state = schedule_state(row)
+    return instant(row.next_run_at) if state == "active" else f"none ({state})"
 
 
 def overlap_summary(row: Schedule) -> str:
@@ -107,9 +105,10 @@ def run_time(fire: Fire) -> timedelta | None:
 
 
 def fire_outcome(fire: Fire) -> str:
-    """The status, with what a row stands for: ``sent (run now)``, ``dropped (3 slots ...)``."""
+    """The status, with what a row stands for: ``sent (run now)``, ``dropped (3 slots ...)``,
+    ``queued (100 slots ...)``."""
     if fire.manual:
         return f"{fire.status} (run now)"
-    if fire.status in (FireStatus.SKIPPED.value, FireStatus.DROPPED.value) and fire.slot_count > 1:
+    if fire.slot_count > 1:
         return f"{fire.status} ({fire.slot_count} slots from {instant(fire.first_slot)})"
     return fire.status

@@ -1,8 +1,9 @@
-"""The schedule form: one field per :data:`~celery_dbeat.definitions.FORM_FIELDS` entry, all plain
-text, so that :func:`~celery_dbeat.definitions.definition_from_form` validates every value with the
-same code and messages as the CLI and the Python API. The form itself checks only its CSRF token.
+"""The schedule form: one field per :data:`~celery_dbeat.core.definitions.FORM_FIELDS` entry, all
+plain text, so that :func:`~celery_dbeat.core.definitions.definition_from_form` validates every
+value with the same code and messages as the CLI and the Python API. The form itself checks only
+its CSRF token.
 
-The form is built from :data:`celery_dbeat.fields.FIELDS`, in its order, each widget from its
+The form is built from :data:`celery_dbeat.core.fields.FIELDS`, in its order, each widget from its
 field's definition (label, help, choices). The fields of each spec kind (``KIND_FIELDS``) are
 grouped in a fieldset labelled with the kind (:func:`schedule_form_rules`); a small script on
 the page shows only the chosen kind's, and without it every group shows, each saying which kind
@@ -18,16 +19,21 @@ from flask_admin.form import SecureForm, rules
 from markupsafe import Markup
 from wtforms import (
     BooleanField,
+    IntegerField,
     SelectField,
     StringField,
     TextAreaField,
 )
+from wtforms.validators import InputRequired, NumberRange, StopValidation
 
-from ...definitions import FORM_FIELDS
-from ...errors import ValidationError
-from ...fields import FIELDS, KINDS, Field, Form
+from ...core.backfill import MAX_BACKFILL
+from ...core.definitions import FORM_FIELDS
+from ...core.errors import ValidationError
+from ...core.fields import FIELDS, KINDS, Field, Form
+from ...core.formats import parse_instant
 
 __all__ = [
+    "BackfillForm",
     "ScheduleForm",
     "field_of",
     "form_data",
@@ -55,7 +61,7 @@ def _select(label: str, blank: str | None, *values: str | tuple[str, str], **opt
 
 
 def _widget(f: Field) -> Any:
-    """The form field of ``f``, from its definition (:mod:`celery_dbeat.fields`)."""
+    """The form field of ``f``, from its definition (:mod:`celery_dbeat.core.fields`)."""
     default = f.default or None
     if f.name == "kind":
         kinds = ((kind, f"{kind}: {what}") for kind, what in KINDS.items())
@@ -126,3 +132,44 @@ def field_of(error: ValidationError) -> str | None:
     if base in FORM_FIELDS:
         return base
     return "kind" if base == "schedule" else None
+
+
+class BackfillForm(SecureForm):
+    """The backfill page's form: the range (ISO-8601 instants, parsed as the CLI parses them),
+    the limit, whether to only count, and whether to resend pruned slots."""
+
+    start = StringField(
+        "From",
+        [InputRequired()],
+        description="The first slot's earliest instant, e.g. 2026-11-30T00:00:00Z (inclusive).",
+    )
+    end = StringField(
+        "To",
+        [InputRequired()],
+        description="The last slot's latest instant (inclusive); not after now.",
+    )
+    limit = IntegerField(
+        "At most",
+        [InputRequired(), NumberRange(1, MAX_BACKFILL)],
+        default=10_000,
+        description="Refuse a range holding more slots than this, for each schedule.",
+    )
+    dry_run = BooleanField("Dry run: count the slots, record nothing", default=True)
+    resend = BooleanField(
+        "Resend: also the slots whose history was pruned",
+        default=False,
+        description="They may have been sent already: without this, they are left alone.",
+    )
+
+    def validate_start(self, field: StringField) -> None:
+        _instant(field)
+
+    def validate_end(self, field: StringField) -> None:
+        _instant(field)
+
+
+def _instant(field: StringField) -> None:
+    try:
+        parse_instant(field.data or "")
+    except ValueError as exc:
+        raise StopValidation(str(exc)) from None

@@ -21,6 +21,7 @@ __all__ = ["FireView", "ScheduleNameFilter"]
 _FIRE_BADGES = {
     FireStatus.SENT.value: "success",
     FireStatus.PENDING.value: "info",
+    FireStatus.QUEUED.value: "info",
     FireStatus.SKIPPED.value: "secondary",
     FireStatus.DROPPED.value: "warning",
     FireStatus.FAILED.value: "danger",
@@ -52,15 +53,17 @@ class ScheduleNameFilter(sqla_filters.BaseSQLAFilter):
 
 def _schedule(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
     names: dict[int, str] = g.setdefault("dbeat_schedule_names", {})
-    if fire.schedule_id not in names:
-        schedule = view.session.get(Schedule, fire.schedule_id)
-        names[fire.schedule_id] = schedule.name if schedule is not None else "?"
+    if fire.schedule_id not in names:  # the detail page: only the name (not the whole row)
+        name_of = sa.select(Schedule.name).where(Schedule.id == fire.schedule_id)
+        names[fire.schedule_id] = view.session.scalar(name_of) or "?"
     url = url_for(f"{view.schedules_endpoint}.edit_view", id=fire.schedule_id)
     return Markup('<a href="{}">{}</a>').format(url, names[fire.schedule_id])
 
 
 def _lag(view: FireView, context: Any, fire: Fire, name: str) -> str:
-    return "" if fire.sent_at is None else duration(fire.sent_at - fire.slot)
+    if fire.sent_at is None or fire.slot is None:  # not sent, or an instant cannot be read
+        return ""
+    return duration(fire.sent_at - fire.slot)
 
 
 def _outcome(view: FireView, context: Any, fire: Fire, name: str) -> Markup:

@@ -1,6 +1,6 @@
 """The schedules view: list with search and filters, create and edit forms (with a preview of
-the next slots and the registered task names as suggestions), delete, and the pause, resume and
-run-now bulk actions."""
+the next slots and the registered task names as suggestions), delete, the pause, resume and
+run-now bulk actions, and backfill (a page of its own: the range, then each one's report)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,28 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, TypeAlias, cast
 
 import sqlalchemy as sa
-from flask import flash, url_for
+from flask import abort, flash, redirect, request, url_for
+from flask_admin import expose
 from flask_admin.contrib.sqla import filters as sqla_filters
 from flask_admin.helpers import get_form_data
 from markupsafe import Markup
 
 from ...api import Schedules
+from ...core.definitions import (
+    MAX_PAUSE_NOTE,
+    TIMING_COLUMNS,
+    definition_from_form,
+    form_text,
+    pause_note,
+)
+from ...core.errors import DBeatError, ScheduleExists, ValidationError
+from ...core.fields import KINDS
+from ...core.formats import parse_instant
+from ...core.overlap import OverlapPolicy
 from ...core.states import STATES, schedule_state
-from ...definitions import definition_from_form, form_text
-from ...errors import DBeatError, ScheduleExists, ValidationError
-from ...fields import KINDS
-from ...overlap import OverlapPolicy
 from ...store.models import Schedule
 from ...store.schedules import CONFIG_ORIGIN, state_expression
+from ...task_names import unknown_task_warning
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
 from .display import (
     duration,
@@ -30,7 +39,7 @@ from .display import (
     overlap_summary,
     spec_summary,
 )
-from .forms import ScheduleForm, field_of, form_data, schedule_form_rules
+from .forms import BackfillForm, ScheduleForm, field_of, form_data, schedule_form_rules
 from .history import FireView
 
 __all__ = ["ScheduleView", "StateFilter", "TaskNames"]
@@ -66,7 +75,10 @@ def _name(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
 
 
 def _spec(view: ScheduleView, context: Any, row: Schedule, name: str) -> str:
-    return spec_summary(row)
+    problem = view.unreadable(row)
+    lost = [c for c in problem.columns if c in TIMING_COLUMNS] if problem is not None else []
+    unread = f" ({', '.join(lost)} cannot be read)" if lost else ""
+    return spec_summary(row) + unread
 
 
 def _next_run(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
@@ -80,7 +92,33 @@ def _next_run(view: ScheduleView, context: Any, row: Schedule, name: str) -> Mar
 
 def _state(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
     state = schedule_state(row)
-    return badge(state, _STATE_BADGES[state], row.last_error or "")
+    shown = badge(state, _STATE_BADGES[state], row.last_error or row.pause_note or "")
+    if state == "active" and row.consecutive_failures:
+        return Markup('{}<br><small class="text-danger dbeat-failures">{}</small>').format(
+            shown, f"{row.consecutive_failures} failed runs in a row"
+        )
+    if state != "paused" or not row.pause_note:
+        return shown
+    note = row.pause_note if len(row.pause_note) <= 80 else row.pause_note[:79] + "…"
+    return Markup('{}<br><small class="text-muted dbeat-pause-note" title="{}">{}</small>').format(
+        shown, row.pause_note, note
+    )
+
+
+#: The list page's note box, sent with the action form (``schedule_list.html``).
+PAUSE_NOTE_FIELD = "pause_note"
+
+
+def admin_pause_note() -> str:
+    """The note of a pause made from the admin: the one typed in the list page's note box, as the
+    API checks it (raises :class:`ValidationError` naming ``note``); left empty, one that says
+    where it came from and, when the request was authenticated, by whom."""
+    typed = pause_note(str(request.form.get(PAUSE_NOTE_FIELD, "")).strip() or None)
+    if typed is not None:
+        return typed
+    auth = request.authorization
+    user = (auth.username if auth is not None else None) or request.remote_user
+    return f"paused from the admin by {user}" if user else "paused from the admin"
 
 
 def _last_error(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
@@ -94,13 +132,18 @@ def _history(view: ScheduleView, context: Any, row: Schedule, name: str) -> Mark
 
 
 class ScheduleView(DBeatView):
-    """Schedules: list, search, filters, create and edit forms, delete, pause/resume/run now."""
+    """Schedules: list, search, filters, create and edit forms, delete, pause/resume/run now,
+    backfill."""
 
     can_view_details = False
     form = ScheduleForm
     form_rules = schedule_form_rules()
+    list_template = "celery_dbeat/schedule_list.html"
+    pause_note_field = PAUSE_NOTE_FIELD
+    pause_note_length = MAX_PAUSE_NOTE
     create_template = "celery_dbeat/schedule_create.html"
     edit_template = "celery_dbeat/schedule_edit.html"
+    backfill_template = "celery_dbeat/backfill.html"
     column_list = (
         "name",
         "task",
@@ -159,11 +202,14 @@ class ScheduleView(DBeatView):
         endpoint: str = SCHEDULES_ENDPOINT,
         url: str = "schedules",
         task_names: TaskNames | None = None,
+        actor: Callable[[], str | None] | None = None,
     ) -> None:
         """``task_names``: the registered Celery task names the task field suggests (free text
         stays allowed); a saved task that is not among them gets a warning, not a refusal,
-        since it may be registered only in the workers."""
+        since it may be registered only in the workers. ``actor``: the logged-in user's name,
+        for the audit trail (default: the HTTP basic auth user)."""
         self.schedules = schedules
+        self.actor = actor
         self.history = history
         self.task_names = _task_names(task_names)
         if self.task_names is not None:
@@ -182,12 +228,12 @@ class ScheduleView(DBeatView):
         try:
             definition = definition_from_form(form_data(form))
             self.end_read()
-            info = self.schedules.create(definition)
+            info = self.schedules.create(definition, actor=self.who())
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
         self._check_task(definition.task)
-        model = self.session.get(Schedule, info.id)
+        model = self.load(info.id)
         self.after_model_change(form, model, True)
         return model if model is not None else True
 
@@ -195,12 +241,12 @@ class ScheduleView(DBeatView):
         try:
             definition = definition_from_form(form_data(form))
             self.end_read()
-            self.schedules.replace(model.name, definition)
+            self.schedules.replace(model.name, definition, actor=self.who())
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
         self._check_task(definition.task)
-        self.session.refresh(model)
+        self.load(model.id)  # the same object, read again
         self.after_model_change(form, model, False)
         return True
 
@@ -219,11 +265,7 @@ class ScheduleView(DBeatView):
     def _check_task(self, task: str) -> None:
         """Warn, after a save, about a task name this app has not registered."""
         if self.task_names is not None and task not in self.task_names():
-            flash(
-                f"Saved, but no task named {task!r} is registered in this app: check the name "
-                "(a task registered only in the workers' code is fine).",
-                "warning",
-            )
+            flash(f"Saved, but {unknown_task_warning([task])}.", "warning")
 
     def render(self, template: str, **kwargs: Any) -> str:
         model = kwargs.get("model")
@@ -244,20 +286,34 @@ class ScheduleView(DBeatView):
             "zone": zone,
             "next_run_at": next_run(row),
             "paused": not row.enabled and row.finished_at is None,
+            "pause_note": row.pause_note,
+            "paused_at": instant(row.paused_at),
+            "pause_source": row.pause_source,
             "last_slot": instant(row.last_slot),
             "run_count": row.run_count,
+            "failures": row.consecutive_failures,
+            "pause_after_failures": row.pause_after_failures,
             "overlap": overlap_summary(row),
             "last_error": row.last_error,
+            "pruned_until": instant(row.pruned_until),
             "config": row.origin == CONFIG_ORIGIN,
             "origin": row.origin,
             "history_url": self.history.history_url(row.name),
             "preview": [],
+            "preview_removes": False,
             "preview_error": None,
+            "unreadable": None,
         }
+        problem = self.unreadable(row)
+        if problem is not None:
+            overview["unreadable"] = problem.form_note()
         self.end_read()
         try:
             slots = self.schedules.preview(row.name, count=count)
-            overview["preview"] = [(instant(s), local_instant(s, zone)) for s in slots]
+            overview["preview"] = [
+                (instant(p.slot), local_instant(p.slot, zone), p.excluded_by) for p in slots
+            ]
+            overview["preview_removes"] = any(p.excluded_by for p in slots)
         except (DBeatError, LookupError, ValueError) as exc:
             overview["preview_error"] = str(exc)
         return overview
@@ -269,7 +325,7 @@ class ScheduleView(DBeatView):
         self.on_model_delete(model)
         self.end_read()
         try:
-            self.schedules.remove(name)
+            self.schedules.remove(name, actor=self.who())
         except DBeatError as exc:
             flash(f"Schedule {name!r} not deleted: {exc}", "error")
             return False
@@ -284,21 +340,21 @@ class ScheduleView(DBeatView):
 
     def _selected(self, ids: Iterable[str]) -> list[Schedule]:
         keys = [int(i) for i in ids if str(i).isdigit()]
-        rows = list(
-            self.session.scalars(
-                sa.select(Schedule).where(Schedule.id.in_(keys)).order_by(Schedule.name)
-            )
+        rows: list[Schedule] = (
+            self.get_query().filter(Schedule.id.in_(keys)).order_by(Schedule.name).all()
         )
+        self.read_instants(rows)
         self.end_read()
         return rows
 
-    def _each(self, ids: Sequence[str], call: Callable[[str], object]) -> list[str]:
-        """Call ``call`` with each selected schedule's name; flash each failure; return the
-        names it succeeded for."""
+    def _each(self, ids: Sequence[str], call: Callable[..., object]) -> list[str]:
+        """Call ``call`` with each selected schedule's name (and the actor); flash each failure;
+        return the names it succeeded for."""
         done: list[str] = []
+        actor = self.who()
         for row in self._selected(ids):
             try:
-                call(row.name)
+                call(row.name, actor=actor)
             except DBeatError as exc:
                 flash(f"{row.name}: {exc}", "error")
             else:
@@ -317,7 +373,17 @@ class ScheduleView(DBeatView):
 
     @bulk_action("pause", "Pause", "Pause the selected schedules?")
     def action_pause(self, ids: Sequence[str]) -> None:
-        self._flash_done("Paused", self._each(ids, self.schedules.pause))
+        """Pause with the note typed in the list page's box, else one naming the user; a note
+        the API refuses pauses nothing."""
+        try:
+            note = admin_pause_note()
+        except ValidationError as exc:
+            flash(f"Nothing paused: {exc}", "error")
+            return
+        done = self._each(
+            ids, lambda name, actor: self.schedules.pause(name, note=note, actor=actor)
+        )
+        self._flash_done("Paused", done)
 
     @bulk_action(
         "resume", "Resume", "Resume the selected schedules? Slots missed while paused are not sent."
@@ -342,6 +408,47 @@ class ScheduleView(DBeatView):
                 f"{duration(self.schedules.live_within)}): each is sent when a beat starts.",
                 "warning",
             )
+
+    @bulk_action("backfill", "Backfill")
+    def action_backfill(self, ids: Sequence[str]) -> Any:
+        return redirect(url_for(".backfill_view", id=[i for i in ids if str(i).isdigit()]))
+
+    @expose("/backfill/", methods=("GET", "POST"))
+    def backfill_view(self) -> Any:
+        """The selected schedules (``?id=``), a range, then each one's report: the slots
+        queued (or, dry run, that would be) and those already sent or on their way."""
+        if not self.can_edit:
+            abort(403)
+        rows = self._selected(request.args.getlist("id"))
+        if not rows:
+            flash("Backfill: select the schedules to backfill first.", "warning")
+            return redirect(self.get_url(".index_view"))
+        form = BackfillForm(request.form)
+        if request.method == "POST" and form.validate():
+            start, end = parse_instant(form.start.data), parse_instant(form.end.data)
+            for row in rows:
+                try:
+                    report = self.schedules.backfill(
+                        row.name,
+                        start,
+                        end,
+                        limit=form.limit.data,
+                        dry_run=form.dry_run.data,
+                        resend=form.resend.data,
+                        actor=self.who(),
+                    )
+                except DBeatError as exc:
+                    flash(f"{row.name}: {exc}", "error")
+                else:
+                    flash(report.summary(), "success" if report.queued else "info")
+            if not form.dry_run.data:
+                return redirect(self.get_url(".index_view"))
+        return self.render(
+            self.backfill_template,
+            form=form,
+            rows=rows,
+            return_url=self.get_url(".index_view"),
+        )
 
 
 def _task_names(names: TaskNames | None) -> Callable[[], list[str]] | None:

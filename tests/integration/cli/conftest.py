@@ -14,23 +14,36 @@ from typing import Any
 
 import pytest
 from celery import Celery
+from celery.app.registry import TaskRegistry
 from celery.bin.base import CLIContext
 from click.testing import CliRunner, Result
 
 from celery_dbeat.api import Schedules
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.cli import dbeat
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
+from celery_dbeat.core.specs import Every
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.specs import Every
 from celery_dbeat.store import Store, migrate
-from celery_dbeat.ticker import Ticker
 
 UTC = timezone.utc
 
 
+class ProjectTasks(TaskRegistry):
+    """The task registry of a project whose task modules define every ``proj.tasks.*`` name the
+    tests schedule: those count as registered, any other name is unknown (``proj.taks.typo``)."""
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or str(name).startswith("proj.tasks.")
+
+
+class ProjectApp(Celery):
+    registry_cls = f"{__name__}:ProjectTasks"
+
+
 def make_app(url: str, **conf: Any) -> Celery:
-    app = Celery("proj", set_as_current=False)
+    app = ProjectApp("proj", set_as_current=False)
     app.conf.update(dbeat_database_url=url, **conf)
     return app
 

@@ -12,20 +12,26 @@ import sqlalchemy as sa
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import FORM_FIELDS
-from celery_dbeat.specs import Every, Solar
+from celery_dbeat.core.definitions import FORM_FIELDS
+from celery_dbeat.core.specs import Every, Solar
 from celery_dbeat.store import Store
 from tests.integration.cli.conftest import Cli, heartbeat, minutes, tick_fires, utc_now
 
 UTC = timezone.utc
 
 STATE_KEYS = [
+    "uid",
     "state",
     "origin",
     "next_run_at",
     "last_slot",
     "run_count",
+    "consecutive_failures",
     "last_error",
+    "pause_note",
+    "paused_at",
+    "pause_source",
+    "pruned_until",
     "finished_at",
     "created_at",
     "updated_at",
@@ -34,6 +40,7 @@ SCHEDULE_KEYS = [*FORM_FIELDS, *STATE_KEYS]
 FIRE_KEYS = [
     "slot",
     "manual",
+    "origin",
     "status",
     "outcome",
     "slot_count",
@@ -104,7 +111,9 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
 
     assert listed == [shown]
     assert list(shown) == SCHEDULE_KEYS
-    assert {k: shown[k] for k in shown if k not in ("next_run_at", "created_at", "updated_at")} == {
+    assert re.fullmatch("[0-9a-f]{32}", shown["uid"])  # its identity: task ids derive from it
+    volatile = ("uid", "next_run_at", "created_at", "updated_at")
+    assert {k: shown[k] for k in shown if k not in volatile} == {
         "name": "report",
         "task": "proj.tasks.report",
         "kind": "cron",
@@ -131,11 +140,19 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
         "jitter": None,
         "overlap_policy": None,
         "max_run_time": None,
+        "calendar": None,
+        "pause_after_failures": None,
+        "history_limit": None,
         "state": "active",
         "origin": "api",
         "last_slot": None,
         "run_count": 0,
+        "consecutive_failures": 0,
         "last_error": None,
+        "pause_note": None,
+        "paused_at": None,
+        "pause_source": None,
+        "pruned_until": None,
         "finished_at": None,
     }
     assert all(is_utc_iso(shown[k]) for k in ("next_run_at", "created_at", "updated_at"))
@@ -481,6 +498,38 @@ def test_show_prints_one_field_per_line(cli: Cli) -> None:
     assert fields["schedule"] == "every 1h30m"
     assert (fields["every"], fields["misfire_grace"], fields["end_at"]) == ("1h30m", "5m", "-")
     assert [line.split()[0] for line in lines[1:4]] == ["name", "task", "schedule"]
+
+
+def test_show_writes_json_values_as_people_write_them_and_json_stays_valid(cli: Cli) -> None:
+    kwargs = {"greeting": "Grüße aus München", "line": "a\nb", "emoji": "⏰"}
+    cli.ok("add", "s", "proj.tasks.s", "--every", "1m", "--kwargs", json.dumps(kwargs))
+
+    lines = cli.ok("show", "s").splitlines()
+    data = json.loads(cli.ok("show", "s", "--json"))
+
+    fields = dict(line.split(None, 1) for line in lines[1:])
+    assert fields["kwargs"] == ('{"emoji": "⏰", "greeting": "Grüße aus München", "line": "a\\nb"}')
+    assert data["kwargs"] == kwargs
+
+
+def test_show_explains_days_all_where_it_matters(cli: Cli) -> None:
+    for name, cron in (("both", "0 9 1 * mon"), ("one", "0 4 * * *")):
+        cli.ok("add", name, "proj.tasks.s", "--cron", cron, "--cron-days", "all")
+
+    both = dict(line.split(None, 1) for line in cli.ok("show", "both").splitlines()[1:])
+    one = dict(line.split(None, 1) for line in cli.ok("show", "one").splitlines()[1:])
+    listed = cli.ok("list").splitlines()
+
+    explained = "days=all (both day fields must match, as in Celery's crontab)"
+    assert both["schedule"] == f"cron '0 9 1 * mon' UTC {explained}"
+    assert both["cron_days"] == (
+        "all: both day fields must match, as in Celery's crontab (cron(8)'s default, any, "
+        "matches either)"
+    )
+    assert one["schedule"] == "cron '0 4 * * *' UTC"  # a day field is *: all and any agree
+    assert explained in listed[1]
+    assert "days=" not in listed[2]
+    assert json.loads(cli.ok("show", "both", "--json"))["cron_days"] == "all"
 
 
 def test_history_shows_the_fires_a_beat_recorded(cli: Cli) -> None:

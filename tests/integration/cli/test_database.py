@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
+from celery import Celery
 from celery.schedules import crontab
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.specs import Cron, Every
+from celery_dbeat.core.specs import Cron, Every
+from celery_dbeat.store.database import _head
 from tests.integration.cli.conftest import Cli, heartbeat, make_app, migrated, minutes, utc_now
 
 # migrate ---------------------------------------------------------------------------------------
@@ -34,7 +38,7 @@ def test_migrate_names_the_database_and_the_revision(tmp_path: object) -> None:
     url = f"sqlite:///{tmp_path}/db.sqlite3"
     cli = Cli(make_app(url))
 
-    assert cli.ok("migrate") == f"schema of {url} is at revision 0003 (current)\n"
+    assert cli.ok("migrate") == f"schema of {url} is at revision {_head()} (current)\n"
 
 
 # sync ------------------------------------------------------------------------------------------
@@ -61,6 +65,7 @@ def test_sync_creates_then_leaves_unchanged_then_disables_removed_entries(cli: C
         "disabled": [],
         "conflicts": [],
         "dry_run": False,
+        "unknown_tasks": {},
     }
     assert (third["unchanged"], third["disabled"]) == (["poll"], ["nightly"])
     nightly = json.loads(cli.ok("show", "nightly", "--json"))
@@ -162,7 +167,9 @@ def test_status_json_reports_beats_backlog_next_fires_and_errors(cli: Cli) -> No
         "live_beats",
         "beats",
         "schedules",
+        "paused_by",
         "backlog",
+        "queued",
         "next_fires",
         "errors",
         "unhealthy",
@@ -186,6 +193,8 @@ def test_status_json_reports_beats_backlog_next_fires_and_errors(cli: Cli) -> No
     assert data["backlog"]["count"] == 1
     assert [s["name"] for s in data["backlog"]["schedules"]] == ["late"]
     assert data["backlog"]["oldest_next_run_at"] == data["backlog"]["schedules"][0]["next_run_at"]
+    assert data["backlog"]["behind_seconds"] > 0
+    assert data["queued"] == {"count": 0, "oldest_slot": None}
     assert [s["name"] for s in data["next_fires"]] == ["soon", "later"]
     assert data["errors"] == [
         {
@@ -246,3 +255,20 @@ def test_check_passes_on_a_current_schema_and_fails_in_one_line_without_one(
     findings = json.loads(bare.ok("check", "--json"))
     assert {f["level"] for f in findings} == {"ok"}
     assert {f["topic"] for f in findings} >= {"settings", "schema", "database"}
+
+
+def test_dbeat_check_shows_where_the_default_database_is_and_what_it_means(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    cli = Cli(Celery("proj", set_as_current=False))
+    cli.ok("migrate")
+
+    result = cli("check")
+
+    path = tmp_path / "celery-dbeat" / "proj.sqlite3"
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning settings dbeat_database_url is not set: the schedules are in the SQLite file "
+        f"{path}, which only this user's beats on this host share; " in result.stdout
+    )

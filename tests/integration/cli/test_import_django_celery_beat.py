@@ -19,7 +19,7 @@ import pytest
 from click.testing import Result
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.errors import ValidationError
+from celery_dbeat.core.errors import ValidationError
 from celery_dbeat.importers.celery_specs import crontab_spec
 from tests.integration.cli.conftest import Cli, instant, make_app, migrated, shown
 from tests.services import private_database

@@ -184,8 +184,8 @@ def test_each_kind_is_imported_with_its_options(cli: Cli, redbeat_source: Source
     )
     quarters = shown(cli, "quarter-hours")
     assert quarters["every"] == 900.0
-    # The rrule's first occurrence is DTSTART, an interval's is start_at + every.
-    assert instant(quarters["start_at"]) == redbeat_source.quarter_start - timedelta(minutes=15)
+    # DTSTART has passed: the interval is anchored there, and no slot precedes it.
+    assert instant(quarters["start_at"]) == redbeat_source.quarter_start
     assert instant(quarters["end_at"]) == redbeat_source.now + timedelta(days=30)
     ended = shown(cli, "ended")
     assert (ended["every"], ended["end_at"], ended["state"]) == (
@@ -291,3 +291,68 @@ def test_an_unreachable_redis_exits_4(cli: Cli, redbeat_source: Source) -> None:
     line = cli.fails(*FROM, "--source-url", "redis://127.0.0.1:1/0", code=4)
 
     assert line.startswith("Error: cannot read RedBeat's Redis redis://127.0.0.1:1/0: ")
+
+
+@pytest.mark.parametrize(
+    ("conf", "args", "line"),
+    [
+        pytest.param(
+            {"broker_url": "amqp://guest:s3cret@127.0.0.1:5672//"},
+            [],
+            "Error: broker_url='amqp://guest:***@127.0.0.1:5672//': not a Redis URL, so "
+            "RedBeat's entries are not there; give --source-url with the Redis RedBeat used "
+            "(redis://HOST:6379/DB)",
+            id="broker-url-amqp",
+        ),
+        pytest.param(
+            {"redbeat_redis_url": "memory://", "broker_url": "redis://127.0.0.1:6379/0"},
+            [],
+            "Error: redbeat_redis_url='memory://': not a Redis URL, so RedBeat's entries are not "
+            "there; give --source-url with the Redis RedBeat used (redis://HOST:6379/DB)",
+            id="redbeat-redis-url",
+        ),
+        pytest.param(
+            {},
+            ["--source-url", "postgresql://beat:s3cret@db/proj"],
+            "Error: --source-url='postgresql://beat:***@db/proj': not a Redis URL, so RedBeat's "
+            "entries are not there; give --source-url with the Redis RedBeat used "
+            "(redis://HOST:6379/DB)",
+            id="source-url",
+        ),
+        pytest.param(
+            {},
+            ["--source-url", "redis://u:HEAD/TAIL@127.0.0.1:6379/0"],
+            "Error: --source-url='redis://u:***@127.0.0.1:6379/0': the password (or another "
+            "part before the '@') holds a '/', '?' or '#', which ends it early in a URL; "
+            "percent-encode it (urllib.parse.quote(password, safe='')), and any '@' after the "
+            "host",
+            id="source-url-password-cut-in-two",
+        ),
+    ],
+)
+def test_a_url_that_is_not_redbeats_redis_exits_4_naming_where_it_came_from(
+    cli: Cli, conf: dict[str, str], args: list[str], line: str
+) -> None:
+    cli.app.conf.update(conf)
+
+    assert cli.fails(*FROM, *args, code=4) == line
+
+
+def test_an_rrule_not_started_yet_keeps_dtstart_as_its_first_fire_and_says_why_start_at_is_before(
+    cli: Cli, redis_url: str, redis_prefix: str
+) -> None:
+    app = cli.app
+    app.conf.update(redbeat_redis_url=redis_url, redbeat_key_prefix=f"{redis_prefix}redbeat:")
+    dtstart = (datetime.now(UTC) + timedelta(days=2)).replace(microsecond=0)
+    save(app, "later", rrule("HOURLY", interval=2, dtstart=dtstart))
+
+    _, report = imported_json(cli)
+
+    later = shown(cli, "later")
+    assert instant(later["start_at"]) == dtstart - timedelta(hours=2)
+    assert instant(later["next_run_at"]) == dtstart
+    assert report["notes"]["later"] == [
+        f"start_at is one period (2h) before DTSTART ({dtstart.isoformat()[:19]}Z): an "
+        "interval's first slot is one period after its start_at, so DTSTART itself stays an "
+        "occurrence"
+    ]

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
 from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.store import Store
 from celery_dbeat.store.runs import RunEvent, record_runs
-from celery_dbeat.ticker import Ticker
 from tests.integration.cli.conftest import Cli, minutes, tick_fires, utc_now
 from tests.integration.cli.test_cli import FIRE_KEYS, columns_align
 

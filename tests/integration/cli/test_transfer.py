@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -144,7 +145,13 @@ def test_import_creates_and_updates_by_name_and_leaves_other_schedules_alone(
 
     report = json.loads(cli.ok("import", str(path), "--json"))
 
-    assert report == {"created": ["new"], "updated": ["edit"], "unchanged": [], "dry_run": False}
+    assert report == {
+        "created": ["new"],
+        "updated": ["edit"],
+        "unchanged": [],
+        "dry_run": False,
+        "unknown_tasks": {},
+    }
     edited = json.loads(cli.ok("show", "edit", "--json"))
     assert (edited["every"], edited["state"]) == (300.0, "paused")
     assert json.loads(cli.ok("show", "new", "--json"))["args"] == [1]
@@ -155,7 +162,7 @@ def test_import_dry_run_says_what_would_change_and_changes_nothing(
     cli: Cli, tmp_path: Path
 ) -> None:
     path = tmp_path / "in.yaml"
-    path.write_text("schedules:\n- {name: a, task: t.a, kind: interval, every: 1m}\n")
+    path.write_text("schedules:\n- {name: a, task: proj.tasks.a, kind: interval, every: 1m}\n")
 
     out = cli.ok("import", str(path), "--dry-run")
 
@@ -384,7 +391,9 @@ def test_import_wakes_running_beats_once_for_the_whole_file(
             migrated(sqlite_url), dbeat_redis_url=redis_url, dbeat_redis_key_prefix=redis_prefix
         )
     )
-    forms = [{"name": f"s{i}", "task": "t", "kind": "interval", "every": 60} for i in range(5)]
+    forms = [
+        {"name": f"s{i}", "task": "proj.tasks.t", "kind": "interval", "every": 60} for i in range(5)
+    ]
     path = tmp_path / "in.json"
     path.write_text(json.dumps(forms))
     client = redis.Redis.from_url(redis_url)
@@ -394,7 +403,7 @@ def test_import_wakes_running_beats_once_for_the_whole_file(
 
     cli.ok("import", str(path))
     cli.ok("import", str(path))  # nothing changes: no wake-up
-    cli.ok("add", "one-more", "t", "--every", "1m")
+    cli.ok("add", "one-more", "proj.tasks.t", "--every", "1m")
     messages = []
     while (message := listener.get_message(timeout=0.5)) is not None:
         messages.append(message["data"])
@@ -402,3 +411,95 @@ def test_import_wakes_running_beats_once_for_the_whole_file(
     client.close()
 
     assert messages == [b"1", b"1"]
+
+
+# Stored values that cannot be read (PostgreSQL's '-infinity', text that is no timestamp in SQLite)
+
+
+def corrupt(cli: Cli, name: str, **columns: str) -> None:
+    """Write ``columns`` of schedule ``name`` as raw SQL literals, as a hand edit would."""
+    values = ", ".join(f"{column} = {value}" for column, value in columns.items())
+    with Schedules(cli.app.conf.dbeat_database_url) as api, api.store.engine.begin() as conn:
+        conn.exec_driver_sql(f"UPDATE dbeat_schedules SET {values} WHERE name = '{name}'")
+
+
+@pytest.mark.parametrize(
+    ("database_url", "column", "value", "given"),
+    [
+        pytest.param("postgresql", "start_at", "'infinity'", "", id="pg-start-at"),
+        pytest.param("postgresql", "end_at", "'-infinity'", "", id="pg-end-at"),
+        pytest.param(
+            "postgresql", "run_at", "'infinity'", "2030-01-01T00:00:00+00:00", id="pg-run-at"
+        ),
+        pytest.param("sqlite", "start_at", "'garbage'", "", id="sqlite-start-at"),
+        pytest.param(
+            "sqlite",
+            "run_at",
+            "'2030-13-01 00:00:00'",
+            "2030-01-01T00:00:00+00:00",
+            id="sqlite-run-at",
+        ),
+    ],
+    indirect=["database_url"],
+)
+def test_export_refuses_a_schedule_whose_instant_cannot_be_read_and_its_advice_works(
+    cli_any: Cli, tmp_path: Path, column: str, value: str, given: str
+) -> None:
+    """Written as empty, the value would import as a schedule without its bound or instant."""
+    cli_any.ok("add", "good", "proj.tasks.a", "--every", "1m")
+    cli_any.ok("add", "bad", "proj.tasks.b", "--at", "2029-06-01T12:00:00Z")
+    corrupt(cli_any, "bad", **{column: value})
+    out = tmp_path / "out.json"
+
+    error = cli_any.fails("export", str(out), code=1)
+
+    option = "--at" if column == "run_at" else f"--{column.replace('_', '-')}"
+    assert error.startswith(
+        f"Error: cannot export schedule 'bad': the stored value of {column} cannot be read ("
+    )
+    assert f"Give the value again ('celery dbeat update bad {option} ...'" in error
+    assert error.endswith("nothing was written")
+    assert not out.exists()
+
+    cli_any.ok("update", "bad", option, given)  # as the message says
+    cli_any.ok("export", str(out))
+    exported = {s["name"]: s for s in json.loads(out.read_text())["schedules"]}
+    assert exported["bad"][column] == (given or None)
+    again = Cli(make_app(migrated(f"sqlite:///{tmp_path / 'again.sqlite3'}")))
+    again.ok("import", str(out))
+    assert again.ok("export") == out.read_text()
+
+
+def test_export_names_every_schedule_it_cannot_read(cli: Cli, tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        cli.ok("add", name, f"proj.tasks.{name}", "--every", "1m")
+    corrupt(cli, "c", start_at="'soon'", end_at="'later'")
+    corrupt(cli, "a", end_at="'2031-02-30 00:00:00'")
+
+    error = cli.fails("export", str(tmp_path / "out.json"), code=1)
+
+    assert error.startswith(
+        "Error: cannot export 2 schedules whose stored values cannot be read: "
+        "'a' (end_at: day is out of range for month: '2031-02-30 00:00:00'), 'c' (start_at: "
+    )
+    assert re.search(r"'c' \(start_at: [^;]*'soon'; end_at: [^)]*'later'\); a file", error)
+    assert "Give the value again ('celery dbeat update NAME --end-at ...'" in error
+
+
+@pytest.mark.parametrize(
+    ("database_url", "next_run_at", "last_slot"),
+    [
+        pytest.param("postgresql", "'-infinity'", "'infinity'", id="postgresql"),
+        pytest.param("sqlite", "'garbage'", "'2024-01-99 25:61:00'", id="sqlite"),
+    ],
+    indirect=["database_url"],
+)
+def test_a_schedule_whose_next_run_cannot_be_read_is_exported_whole(
+    cli_any: Cli, next_run_at: str, last_slot: str
+) -> None:
+    """next_run_at and last_slot are beat's state, not the definition a file holds."""
+    fill(cli_any)
+    before = cli_any.ok("export")
+    corrupt(cli_any, "every-90s", next_run_at=next_run_at, last_slot=last_slot)
+    assert json.loads(cli_any.ok("show", "every-90s", "--json"))["state"] == "error"
+    assert cli_any.ok("export") == before

@@ -29,7 +29,7 @@ from celery_dbeat.clock import FixedClock
 from tests.services import private_database, unavailable
 
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin"
-TABLES = ("dbeat_fires", "dbeat_schedules", "dbeat_beats")
+TABLES = ("dbeat_fires", "dbeat_schedules", "dbeat_beats", "dbeat_calendars", "dbeat_audit")
 
 
 @dataclass
@@ -164,8 +164,10 @@ def django_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DjangoSite
 
 @pytest.fixture
 def site(django_site: DjangoSite) -> Iterator[DjangoSite]:
-    """The Django site with empty schedule tables, and no Celery app of another test current."""
+    """The Django site with empty schedule tables and admin log (schedule ids are reused), and
+    no Celery app of another test current."""
     from celery import _state
+    from django.contrib.admin.models import LogEntry
 
     from celery_dbeat.contrib.django.conf import remember_celery_app, reset
 
@@ -182,6 +184,7 @@ def site(django_site: DjangoSite) -> Iterator[DjangoSite]:
             for table in TABLES:
                 conn.execute(sa.text(f"DELETE FROM {table}"))
         engine.dispose()
+    LogEntry.objects.all().delete()
     yield django_site
     reset()
     celery_state._set_current_app(previous)

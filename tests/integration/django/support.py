@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from celery_dbeat.definitions import FORM_FIELDS
+from celery_dbeat.core.definitions import FORM_FIELDS
 from tests.bad_inputs import VALID
 
 # The management API's clock in the tests that fix it: the integration tests' START.

@@ -14,8 +14,11 @@ import sqlalchemy as sa
 
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.definitions import FORM_FIELDS
+from celery_dbeat.core.definitions import FORM_FIELDS
+from celery_dbeat.store.models import F, S
+from celery_dbeat.store.runs import prune_history
 from tests.bad_inputs import BadInput, bad_input_params
+from tests.integration.conftest import lose_every_race
 from tests.integration.django.support import (
     ADD,
     BEATS,
@@ -126,6 +129,24 @@ def test_a_bad_input_is_refused_on_its_field_with_the_shared_message(
     assert api.list() == []
 
 
+def test_a_save_that_races_another_writer_says_not_saved_try_again(
+    client: Any, api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = api.add("report", "proj.tasks.report", Cron("0 * * * *"))
+    initial = client.get(change_url(info.id)).context["adminform"].form.initial
+    values = {key: "" if value is None else value for key, value in initial.items()}
+    lose_every_race(monkeypatch)
+
+    response = client.post(change_url(info.id), form_data(**{**values, "args": "[7]"}), follow=True)
+
+    assert messages_of(response) == [
+        "Not saved: schedule 'report' was changed by someone else at the same time; nothing "
+        "was stored: try again"
+    ]
+    monkeypatch.undo()
+    assert api.get("report").args == []
+
+
 def test_a_name_already_taken_is_refused_on_the_name_field(client: Any, api: Any) -> None:
     api.add("report", "proj.tasks.report", Cron("0 * * * *"))
     errors = form_errors(client.post(ADD, form_data(name="report")))
@@ -224,7 +245,7 @@ def test_unticking_enabled_pauses_and_ticking_it_resumes_from_now(
 
 
 def test_a_schedule_from_beat_schedule_warns_that_beat_owns_it(client: Any, api: Any) -> None:
-    from celery_dbeat.definitions import Definition
+    from celery_dbeat.core.definitions import Definition
     from celery_dbeat.store.sync import sync_config
 
     definition = Definition.create(name="nightly", task="proj.tasks.n", schedule=Cron("0 3 * * *"))
@@ -261,6 +282,39 @@ def test_the_pause_and_resume_actions_go_through_the_api(
     assert "Resumed: report." in messages_of(response)
     assert api.get("report").state == "active"
     assert api.get("other").state == "paused"
+
+
+def test_the_pause_action_keeps_the_note_typed_beside_it_and_the_pages_show_it(
+    client: Any, api: Any, report: Any
+) -> None:
+    act(client, "pause", report.id, note="alice: mail server down (INC-42)")
+    paused = api.get("report")
+    assert (paused.state, paused.pause_note) == ("paused", "alice: mail server down (INC-42)")
+    assert "alice: mail server down (INC-42)" in text_of(client.get(SCHEDULES))
+    page = text_of(client.get(change_url(report.id)))
+    assert "(person): alice: mail server down (INC-42)" in page
+
+    api.resume("report")
+    act(client, "pause", report.id)  # no note typed: one naming the user
+    assert api.get("report").pause_note == "paused from the admin by admin"
+
+
+def test_the_pages_show_an_active_schedules_failed_runs_in_a_row(
+    client: Any, api: Any, report: Any
+) -> None:
+    api.update("report", pause_after_failures=5)
+    with api.store.engine.begin() as conn:  # as the worker hook counts them
+        conn.execute(sa.update(S).values(consecutive_failures=2))
+
+    assert "2 failed runs in a row" in text_of(client.get(SCHEDULES))
+    assert "2 (pauses at 5)" in text_of(client.get(change_url(report.id)))
+
+
+def test_a_pause_note_too_long_is_refused_and_the_schedule_keeps_firing(
+    client: Any, api: Any, report: Any
+) -> None:
+    act(client, "pause", report.id, note="x" * 501)
+    assert api.get("report").state == "active"
 
 
 def test_the_trigger_action_records_a_manual_fire_and_keeps_next_run_at(
@@ -336,6 +390,44 @@ def test_an_action_the_api_refuses_is_reported_by_name(
         )
     response = act(client, "resume", done.id)
     assert any(m.startswith("done: name='done': has finished") for m in messages_of(response))
+
+
+def history_of(client: Any, pk: int) -> list[str]:
+    """What the schedule's History page lists: each entry's action, oldest first."""
+    response = client.get(f"{SCHEDULES}{pk}/history/")
+    assert response.status_code == 200
+    return [entry.get_change_message() for entry in response.context["action_list"]]
+
+
+def test_pause_resume_and_run_now_are_recorded_in_the_history_as_edits_are(
+    client: Any, api: Any, report: Any, clock: FixedClock
+) -> None:
+    act(client, "pause", report.id)
+    act(client, "resume", report.id)
+    act(client, "trigger", report.id)
+    assert edit(client, report, args="[2]").status_code == 302
+    (fire,) = api.history("report")
+    assert history_of(client, report.id) == [
+        "Paused: paused from the admin by admin.",
+        "Resumed from now, without catch-up.",
+        f"Run now: task id {fire.task_id}.",
+        "Changed Args.",
+    ]
+    page = text_of(client.get(f"{SCHEDULES}{report.id}/history/"))
+    assert f"Run now: task id {fire.task_id}." in page
+    assert "admin" in page  # who did it
+
+
+def test_an_action_the_api_refuses_is_not_recorded_in_the_history(
+    client: Any, api: Any, report: Any
+) -> None:
+    act(client, "resume", report.id)  # already active: nothing to do, but not refused
+    with api.store.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE dbeat_schedules SET enabled = false, finished_at = :t"), {"t": START}
+        )
+    act(client, "resume", report.id)  # refused: it has finished
+    assert history_of(client, report.id) == ["Resumed from now, without catch-up."]
 
 
 def test_deleting_removes_the_schedule_and_its_history_through_the_api(
@@ -453,3 +545,108 @@ def test_the_beats_page_says_live_by_the_trigger_actions_rule(
     page = text_of(client.get(BEATS))
     assert "live, seen 15 s ago" in page
     assert "silent, seen 16 s ago" in page
+
+
+# Backfill ----------------------------------------------------------------------------------------
+
+
+def test_the_backfill_action_asks_for_the_range_counts_then_queues_and_records_it(
+    client: Any, api: Any, clock: FixedClock
+) -> None:
+    hourly = api.add(
+        "hourly", "proj.tasks.h", Cron("0 * * * *"), start_at=START - timedelta(hours=12)
+    )
+    clock.set(START + timedelta(minutes=1))
+    page = act(client, "backfill", hourly.id)
+    assert page.templates[0].name == "admin/celery_dbeat/backfill.html"
+    assert "Schedules: <code>hourly</code>" in text_of(page)
+    rng = {"start": "2024-05-06T03:00:00Z", "end": "2024-05-06T08:00:00Z", "limit": "100"}
+
+    dry = act(client, "backfill", hourly.id, apply="yes", dry_run="on", **rng)
+
+    assert dry.templates[0].name == "admin/celery_dbeat/backfill.html"  # stays on the page
+    assert messages_of(dry) == [
+        "would queue 6 fire(s) of 'hourly' from 2024-05-06T03:00:00Z to 2024-05-06T08:00:00Z"
+        " (0 of the 6 slot(s) in the range already sent or on their way); beats send them"
+        " behind on-time fires"
+    ]
+    assert api.history("hourly") == []
+
+    done = act(client, "backfill", hourly.id, apply="yes", **rng)
+
+    assert listed(done) == ["hourly"]  # back on the list
+    assert any(m.startswith("queued 6 fire(s) of 'hourly'") for m in messages_of(done))
+    # The six slots wait as one queued run.
+    assert [
+        (f.slot, f.first_slot, f.slot_count, f.status, f.origin) for f in api.history("hourly")
+    ] == [(START - timedelta(hours=1), START - timedelta(hours=6), 6, "queued", "backfill")]
+    (entry,) = history_of(client, hourly.id)
+    assert entry.startswith("Backfill: queued 6 fire(s) of 'hourly'")
+    backfilled = [e for e in api.audit("hourly") if e.action == "backfill"]
+    assert [(e.actor, e.surface) for e in backfilled] == [("admin", "django-admin")]
+
+
+def test_the_backfill_action_leaves_pruned_slots_unless_resend_is_ticked(
+    client: Any, api: Any, clock: FixedClock
+) -> None:
+    hourly = api.add(
+        "hourly", "proj.tasks.h", Cron("0 * * * *"), start_at=START - timedelta(hours=12)
+    )
+    clock.set(START + timedelta(minutes=1))
+    rng = {"start": "2024-05-06T06:00:00Z", "end": "2024-05-06T08:00:00Z", "limit": "100"}
+    act(client, "backfill", hourly.id, apply="yes", **rng)
+    with api.store.engine.begin() as conn:  # the beats sent them; then their history aged out
+        conn.execute(sa.update(F).values(status="sent"))
+    prune_history(api.store.engine, START)
+
+    left = act(client, "backfill", hourly.id, apply="yes", **rng)
+    resent = act(client, "backfill", hourly.id, apply="yes", resend="on", **rng)
+
+    assert "3 at or before 2024-05-06T08:00:00Z, whose history was pruned" in messages_of(left)[0]
+    assert messages_of(resent)[0].startswith("queued 3 fire(s) of 'hourly'")
+    assert "3 of them at or before 2024-05-06T08:00:00Z" in messages_of(resent)[0]
+
+
+def test_a_bad_backfill_range_is_shown_on_its_field_and_records_nothing(
+    client: Any, api: Any, clock: FixedClock
+) -> None:
+    hourly = api.add(
+        "hourly", "proj.tasks.h", Cron("0 * * * *"), start_at=START - timedelta(hours=12)
+    )
+    clock.set(START + timedelta(minutes=1))
+
+    page = act(
+        client,
+        "backfill",
+        hourly.id,
+        apply="yes",
+        start="yesterday",
+        end="2024-05-06T08:00:00",
+        limit="5",
+    )
+
+    errors = page.context["form"].errors
+    assert errors["start"] == [
+        "'yesterday' is not an ISO-8601 instant such as 2024-03-09T00:00:00Z"
+    ]
+    assert errors["end"] == ["'2024-05-06T08:00:00' needs a time zone offset, e.g. +00:00 or Z"]
+    refused = act(
+        client,
+        "backfill",
+        hourly.id,
+        apply="yes",
+        start="2024-05-05T00:00:00Z",
+        end="2024-05-06T08:00:00Z",
+        limit="5",
+    )
+    (message,) = messages_of(refused)
+    assert message.startswith("hourly: ")
+    assert "holds more than 5 slots (the limit)" in message
+    assert api.history("hourly") == []
+    assert history_of(client, hourly.id) == []
+
+
+def test_the_list_links_to_the_next_24_hours(client: Any) -> None:
+    page = client.get(SCHEDULES).content.decode()
+    assert f'<a href="{SCHEDULES}load/" id="dbeat-load-link">Next 24 hours</a>' in page
+    assert client.get(f"{SCHEDULES}load/").status_code == 200

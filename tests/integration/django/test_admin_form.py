@@ -198,6 +198,22 @@ def test_a_registered_task_name_is_saved_without_a_warning(client: Any, api: Any
     assert [m.level_tag for m in response.context["messages"]] == ["success"]
 
 
+# Serializers ------------------------------------------------------------------------------------
+
+
+def test_a_serializer_the_project_app_accepts_is_saved(
+    client: Any, api: Any, celery_app: Any
+) -> None:
+    posted = form_data(name="p", options='{"serializer": "pickle"}')
+    refused = form_errors(client.post(ADD, posted))["options"]
+    assert "is not in the app's accept_content ['json']" in refused[0]
+
+    celery_app.conf.accept_content = ["json", "pickle"]
+    client.post(ADD, posted, follow=True)
+
+    assert api.get("p").options == {"serializer": "pickle"}
+
+
 # Paused schedules -------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from celery_dbeat import Every, Solar
 from tests.integration.browser import headless_chromium, shot
 from tests.integration.django.conftest import ADMIN_PASSWORD, ADMIN_USER
+from tests.integration.django.support import START, insert_fire
 
 SHOTS = Path(os.environ.get("DBEAT_SCREENSHOTS", "/tmp/django-shots"))
 
@@ -47,11 +49,11 @@ def live_server(site: Any) -> Iterator[str]:
 
 
 @contextmanager
-def browser_page(live_server: str, *, javascript: bool = True) -> Iterator[Any]:
-    """A logged-in admin's page in headless Chromium."""
+def browser_page(live_server: str, *, javascript: bool = True, width: int = 1280) -> Iterator[Any]:
+    """A logged-in admin's page in headless Chromium, ``width`` pixels wide."""
     with headless_chromium() as browser:
         context = browser.new_context(
-            java_script_enabled=javascript, viewport={"width": 1280, "height": 900}
+            java_script_enabled=javascript, viewport={"width": width, "height": 900}
         )
         page = context.new_page()
         page.set_default_timeout(20_000)
@@ -166,7 +168,7 @@ def test_a_bad_cron_shows_its_error_and_no_other(live_server: str, api: Any) -> 
         errors = page.locator(".errorlist").all_inner_texts()
         shown = visible_kinds(page)
         shot(page, SHOTS, "add-error")
-    assert errors == ["cron='61 * * * *': minute field '61' is invalid"]
+    assert errors == ["cron='61 * * * *': minute field '61': 61 is outside 0-59"]
     assert shown == ["cron"]
     assert api.list() == []
 
@@ -225,3 +227,92 @@ def test_the_missing_tables_page_in_chromium(live_server: str, spare: Path) -> N
     assert response.status == 503
     assert f"celery-dbeat's tables are missing in sqlite:///{spare}" in note
     assert "python manage.py migrate --database spare" in note
+
+
+def last_header_shown_after_scrolling(page: Any, table: str, container: str) -> bool:
+    """Whether the last column header of ``table`` can be brought into ``container``'s visible
+    box by scrolling sideways over the table, as a person does with a wheel or a trackpad."""
+    page.hover(f"{table} tbody tr td")
+    page.mouse.wheel(4000, 0)
+    header = page.locator(f"{table} thead th").last.bounding_box()
+    box = page.locator(container).bounding_box()
+    assert header is not None
+    assert box is not None
+    return bool(header["x"] + header["width"] <= box["x"] + box["width"] + 1)
+
+
+@pytest.mark.browser
+def test_every_column_of_the_fire_lists_can_be_reached_at_1400_px(
+    live_server: str, api: Any, site: Any
+) -> None:
+    """Fourteen columns do not fit next to the menus: the change page's recent fires scroll
+    sideways in their own box, as the fire list does (it used to cut off the last ones)."""
+    info = api.add("a-schedule-with-a-long-name", "proj.tasks.report", Every(60))
+    for minute in range(3):
+        slot = START + timedelta(minutes=minute)
+        insert_fire(
+            site.sqlite_url,
+            info.id,
+            slot,
+            task_id=f"4444444{minute}-4444-4444-4444-444444444444",
+            beat="beat-host.example.com:4242",
+            sent_at=slot + timedelta(seconds=1),
+            run_status="failed",
+            started_at=slot + timedelta(seconds=2),
+            worker="celery@worker-with-a-long-name.example.com",
+            run_error="TimeoutError: upstream did not answer in time",
+        )
+    with browser_page(live_server, width=1400) as page:
+        page.goto(f"{live_server}/admin/celery_dbeat/schedule/{info.id}/change/")
+        shot(page, SHOTS, "recent-fires-1400")
+        recent = last_header_shown_after_scrolling(
+            page, "table.dbeat-recent-fires", ".form-row.field-recent_fires"
+        )
+        shot(page, SHOTS, "recent-fires-1400-scrolled")
+        page.goto(f"{live_server}/admin/celery_dbeat/fire/")
+        listed = last_header_shown_after_scrolling(page, "#result_list", "#changelist-form")
+        shot(page, SHOTS, "fires-1400-scrolled")
+    assert recent
+    assert listed
+
+
+@pytest.mark.browser
+def test_a_row_that_cannot_be_read_is_listed_with_its_error_and_opens_in_chromium(
+    live_server: str, site: Any
+) -> None:
+    import sqlalchemy as sa
+    from django.test import override_settings
+
+    from celery_dbeat.contrib.django import schedules
+
+    url = site.require_postgres()
+    with override_settings(DBEAT_DATABASE_ALIAS="postgres"):
+        api = schedules()
+        api.add("report", "proj.tasks.report", Every(3600))
+        api.add("poll", "proj.tasks.poll", Every(60))
+        engine = sa.create_engine(url)
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("UPDATE dbeat_schedules SET end_at = '-infinity' WHERE name = 'report'")
+            )
+        engine.dispose()
+        with browser_page(live_server, width=1400) as page:
+            page.goto(f"{live_server}/admin/celery_dbeat/schedule/")
+            row = page.locator("#result_list tbody tr").filter(has_text="report")
+            state = row.locator("td.field-state").inner_text()
+            spec = row.locator("td.field-spec").inner_text()
+            error = row.locator("td.field-error span").get_attribute("title") or ""
+            poll = page.locator("#result_list tbody tr").filter(has_text="poll")
+            shot(page, SHOTS, "unreadable-list")
+            assert poll.locator("td.field-state").inner_text() == "active"
+            row.get_by_role("link", name="report").click()
+            page.wait_for_url("**/change/")
+            note = page.locator(".messagelist .error").inner_text()
+            end_at = page.input_value("#id_end_at")
+            shot(page, SHOTS, "unreadable-change")
+    assert state == "error"
+    assert spec == "every 1h (end_at cannot be read)"
+    assert error.startswith("stored value of end_at cannot be read (not a readable timestamp: ")
+    assert note.startswith("The stored value of end_at cannot be read (")
+    assert "the form shows end_at empty" in note
+    assert end_at == ""

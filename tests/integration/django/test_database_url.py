@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from celery_dbeat.contrib.django import database_url
-from celery_dbeat.errors import ConfigurationError
+from celery_dbeat.core.errors import ConfigurationError
 
 PG = "django.db.backends.postgresql"
 MYSQL = "django.db.backends.mysql"
@@ -212,3 +212,52 @@ def test_the_dbeat_migrate_command_creates_the_tables_with_celery_dbeats_migrati
     tables = set(sa.inspect(engine).get_table_names())
     engine.dispose()
     assert {"dbeat_schedules", "dbeat_fires", "dbeat_beats", "dbeat_alembic_version"} <= tables
+
+
+def test_a_system_check_reports_every_misspelt_or_bad_dbeat_setting_at_once(site: Any) -> None:
+    from django.core.checks import run_checks
+    from django.test import override_settings
+
+    with override_settings(
+        CELERY_DBEAT_MAX_INTERVALL=5,  # ignored by the admin, refused by beat
+        DBEAT_DATABASE_URL="sqlite:////elsewhere.sqlite3",  # the Celery app never reads it
+        DBEAT_DATABASE_ALIASS="default",
+        CELERY_DBEAT_CATCHUP_LIMIT=-1,
+        CELERY_DBEAT_BATCH_SIZE=0,
+    ):
+        found = sorted((m.id, m.msg) for m in run_checks() if m.id.startswith("celery_dbeat."))
+
+    assert found == [
+        ("celery_dbeat.E001", "dbeat_batch_size=0: must be a whole number >= 1"),
+        ("celery_dbeat.E001", "dbeat_catchup_limit=-1: must be a whole number from 0 to 10000"),
+        (
+            "celery_dbeat.E002",
+            "CELERY_DBEAT_MAX_INTERVALL: unknown setting (did you mean CELERY_DBEAT_MAX_INTERVAL?)",
+        ),
+        (
+            "celery_dbeat.E002",
+            "DBEAT_DATABASE_ALIASS: unknown setting (did you mean DBEAT_DATABASE_ALIAS?)",
+        ),
+        (
+            "celery_dbeat.E002",
+            "DBEAT_DATABASE_URL: unknown setting (did you mean CELERY_DBEAT_DATABASE_URL?)",
+        ),
+    ]
+
+
+def test_a_system_check_reports_a_misspelt_key_of_the_projects_celery_app(site: Any) -> None:
+    from celery import Celery
+    from django.core.checks import run_checks
+
+    from celery_dbeat.contrib.django.conf import remember_celery_app
+
+    app = Celery("proj", set_as_current=False)
+    app.conf.update(dbeat_database_url=site.sqlite_url, dbeat_lock_tll=60)
+    app.set_current()
+    remember_celery_app()
+
+    found = [(m.id, m.msg) for m in run_checks() if m.id.startswith("celery_dbeat.E")]
+
+    assert found == [
+        ("celery_dbeat.E002", "dbeat_lock_tll: unknown setting (did you mean dbeat_lock_ttl?)")
+    ]

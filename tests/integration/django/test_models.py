@@ -52,8 +52,10 @@ def django_columns(model: Any) -> dict[str, Column]:
     def family(field: Any) -> str:
         target = field.target_field if field.is_relation else field
         kind = target.get_internal_type()
+        if isinstance(field, UTCDateTimeField):  # its own internal type: see fields.py
+            return "utc datetime"
         if kind == "DateTimeField":
-            return "utc datetime" if isinstance(field, UTCDateTimeField) else "naive datetime"
+            return "naive datetime"
         if kind == "CharField":
             return f"string({target.max_length})"
         return families.get(kind, f"unknown {kind}")

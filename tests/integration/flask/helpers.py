@@ -72,10 +72,11 @@ class Browser:
         assert response.status_code == (200 if follow else 302), response.status_code
         return response.get_data(as_text=True)
 
-    def action(self, name: str, ids: list[int]) -> str:
+    def action(self, name: str, ids: list[int], **fields: str) -> str:
+        """Run a bulk action on the schedules ``ids``, with the list page's other ``fields``."""
         return self.post(
             "/admin/schedules/action/",
-            {"action": name, "rowid": [str(i) for i in ids], "url": "/admin/schedules/"},
+            {"action": name, "rowid": [str(i) for i in ids], "url": "/admin/schedules/", **fields},
         )
 
 

@@ -1,7 +1,8 @@
 """Real browser sessions on the example app: sign in, create a schedule through the form, see it
 listed, let a real beat (the tick loop, in-process, on the real clock) fire it, and read the fire
 on the history page; the kind toggle, the solar form, the task suggestions, an error on one
-field, run now with no beat running; and the page shown while the tables are missing.
+field, run now with no beat running, the pause action's typed note; and the page shown while the
+tables are missing.
 
 Runs Debian's Chromium headless (no browser download is possible here). Skips when it is missing
 on a laptop; fails when ``CI`` is set. Screenshots go to /tmp/flask-shots/, outside the repository.
@@ -17,14 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from flask import Flask
 from werkzeug.serving import make_server
 
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
+from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import SystemClock
 from celery_dbeat.locks import DatabaseLock
-from celery_dbeat.ticker import Ticker
 from tests.integration.browser import headless_chromium, shot
 from tests.integration.conftest import RecordingPublisher, settings
 from tests.integration.flask.helpers import load_example, make_app
@@ -184,7 +186,8 @@ def test_the_form_shows_only_the_chosen_kinds_fields_and_creates_a_solar_schedul
     shot(page, SHOTS, "solar-form")
     follow(page, "input[type=submit][value=Save]")
     page.wait_for_selector("text=Record was successfully created.")
-    assert "no task named 'proj.tasks.lights' is registered" in page.inner_text(".alert-warning")
+    warning = page.inner_text(".alert-warning")
+    assert "task 'proj.tasks.lights' is not registered in this Celery app" in warning
     row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="lights"))
     assert row.locator("td.col-spec").inner_text().strip() == "solar sunset at 48.85, 2.35"
     shot(page, SHOTS, "solar-listed")
@@ -234,6 +237,37 @@ def test_run_now_with_no_beat_running_says_when_it_will_be_sent(
     shot(page, SHOTS, "run-now-no-beat")
 
 
+def test_the_pause_action_takes_the_note_typed_beside_it_and_shows_a_refused_one(
+    chromium: Any, example_server: str, database_url: str
+) -> None:
+    with Schedules(database_url) as api:
+        api.add("report", "proj.tasks.greet", Every(3600))
+        api.add("poll", "proj.tasks.tick", Every(60))
+    page = sign_in(chromium, example_server, "/admin/schedules/")
+    page.on("dialog", lambda dialog: dialog.accept())  # the action's confirmation
+
+    def pause(name: str, note: str) -> None:
+        page.locator("table.model-list tr").filter(has=page.get_by_role("link", name=name)).locator(
+            "input.action-checkbox"
+        ).check()
+        page.fill("#dbeat-pause-note", note)
+        page.click("a.dropdown-toggle:text-is('With selected')")
+        follow(page, "a:text-is('Pause')")
+
+    pause("poll", "down\x07now")  # a control character: refused, nothing paused
+    assert "Nothing paused: note=" in page.inner_text(".alert-danger")
+    shot(page, SHOTS, "pause-note-refused")
+    pause("report", "alice: mail server down (INC-42)")
+
+    page.wait_for_selector(".alert-success")
+    assert "Paused 1 schedule(s): report" in page.inner_text(".alert-success")
+    assert page.inner_text(".dbeat-pause-note") == "alice: mail server down (INC-42)"
+    shot(page, SHOTS, "pause-note")
+    with Schedules(database_url) as api:
+        assert api.get("report").pause_note == "alice: mail server down (INC-42)"
+        assert api.get("poll").enabled
+
+
 def test_without_javascript_every_kind_shows_under_its_legend_and_the_form_works(
     chromium: Any, example_server: str, database_url: str
 ) -> None:
@@ -265,3 +299,41 @@ def test_the_missing_tables_page_says_what_to_run(chromium: Any, database_url: s
             assert "celery -A proj dbeat migrate" in page.inner_text("#dbeat-schema-problem")
             assert page.is_visible("a.nav-link:text-is('Schedules')")  # the admin's menu stays
             shot(page, SHOTS, "missing-tables")
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_a_row_that_cannot_be_read_is_listed_with_its_error_and_repaired_by_saving_it(
+    chromium: Any, example_server: str, database_url: str
+) -> None:
+    with Schedules(database_url) as api:
+        api.add("report", "proj.tasks.greet", Every(3600))
+        api.add("poll", "proj.tasks.tick", Every(60))
+        with api.store.engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "UPDATE dbeat_schedules SET start_at = 'infinity', last_slot = '-infinity' "
+                    "WHERE name = 'report'"
+                )
+            )
+    page = sign_in(chromium, example_server, "/admin/schedules/")
+    row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="report"))
+    assert row.locator("td.col-state").inner_text().strip() == "error"
+    assert row.locator("td.col-last_slot").inner_text().strip() == "cannot be read"
+    assert "(start_at cannot be read)" in row.locator("td.col-spec").inner_text()
+    error = row.locator("td.col-last_error span").get_attribute("title") or ""
+    assert error.startswith("stored value of start_at, last_slot cannot be read (")
+    poll = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="poll"))
+    assert poll.locator("td.col-state").inner_text().strip() == "active"
+    shot(page, SHOTS, "unreadable-list")
+
+    follow(page, "a:text-is('report')")
+    note = page.inner_text("#dbeat-unreadable")
+    assert note.startswith("The stored value of start_at, last_slot cannot be read (")
+    assert "the form shows start_at empty" in note
+    assert page.input_value("#start_at") == ""
+    shot(page, SHOTS, "unreadable-edit")
+    follow(page, "input[type=submit][value=Save]")
+    page.wait_for_selector("text=Record was successfully saved.")
+    with Schedules(database_url) as api:
+        repaired = api.get("report")
+    assert (repaired.state, repaired.start_at, repaired.last_slot) == ("active", None, None)

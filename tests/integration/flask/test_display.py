@@ -54,8 +54,9 @@ def schedule(**columns: Any) -> Schedule:
     [
         pytest.param(schedule(), "cron '0 * * * *' UTC", id="cron-utc"),
         pytest.param(
-            schedule(timezone="Europe/Paris", dst_gap="skip", cron_days="all"),
-            "cron '0 * * * *' Europe/Paris dst_gap=skip days=all",
+            schedule(cron="0 * 1 * mon", timezone="Europe/Paris", dst_gap="skip", cron_days="all"),
+            "cron '0 * 1 * mon' Europe/Paris dst_gap=skip days=all (both day fields must match, "
+            "as in Celery's crontab)",
             id="cron-zone-overrides",
         ),
         pytest.param(schedule(kind="interval", every=90.0), "every 1m30s", id="interval"),
@@ -90,6 +91,11 @@ def test_the_spec_summary_says_when_a_schedule_fires(row: Schedule, text: str) -
             id="finished",
         ),
         pytest.param(schedule(enabled=True, next_run_at=None), "", id="to-compute"),
+        pytest.param(
+            schedule(enabled=True, next_run_at=AT, last_error="stored value of start_at ..."),
+            "none (error)",
+            id="error",
+        ),
     ],
 )
 def test_the_next_run_is_shown_only_when_the_schedule_will_send_it(

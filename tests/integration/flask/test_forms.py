@@ -20,9 +20,9 @@ from flask import Flask
 import celery_dbeat.contrib.flask
 from celery_dbeat import Every, Solar
 from celery_dbeat.api import Schedules
-from celery_dbeat.definitions import FORM_FIELDS, SPEC_COLUMNS
-from celery_dbeat.fields import KIND_FIELDS
-from celery_dbeat.timing.solar import EVENTS
+from celery_dbeat.core.definitions import FORM_FIELDS, SPEC_COLUMNS
+from celery_dbeat.core.fields import KIND_FIELDS
+from celery_dbeat.core.timing.solar import EVENTS
 from tests.bad_inputs import BadInput, bad_input_params
 from tests.integration.flask.helpers import Browser, field_errors, flashes, make_app, rows
 from tests.integration.flask.test_schedules import edit, form, schedule_id, shown_values
@@ -165,8 +165,10 @@ def test_a_task_name_not_registered_is_saved_with_a_warning(api: Schedules) -> N
     admin = Browser(app.test_client())
     page = admin.post("/admin/schedules/new/", form(name="typo", task="proj.tasks.reprot"))
     assert flashes(page) == [
-        "warning: Saved, but no task named 'proj.tasks.reprot' is registered in this app: check "
-        "the name (a task registered only in the workers' code is fine).",
+        "warning: Saved, but task 'proj.tasks.reprot' is not registered in this Celery app: "
+        "beat sends it all the same, but only a worker that registers this name can run it; "
+        "check the name, and that your workers import the module that defines it (defined "
+        "only in the workers' code is fine).",
         "success: Record was successfully created.",
     ]
     assert api.get("typo").task == "proj.tasks.reprot"
@@ -212,7 +214,7 @@ def documented_app(
     celery_app = Celery("proj", set_as_current=False)
     celery_app.conf.dbeat_database_url = database_url
 
-    @celery_app.task(name="proj.tasks.report")
+    @celery_app.task(name="proj.tasks.report", shared=False)  # not in every later app
     def report() -> None: ...
 
     proj = types.ModuleType("proj")

@@ -19,11 +19,11 @@ from celery_dbeat import Cron, Every, Once
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.contrib.flask.forms import ScheduleForm
-from celery_dbeat.definitions import FORM_FIELDS
-from celery_dbeat.errors import ScheduleNotFound
+from celery_dbeat.core.definitions import FORM_FIELDS
+from celery_dbeat.core.errors import ScheduleNotFound
 from celery_dbeat.store import Fire, Schedule
 from tests.bad_inputs import VALID, BadInput, bad_input_params
-from tests.integration.conftest import START
+from tests.integration.conftest import START, lose_every_race
 from tests.integration.flask.helpers import (
     ON_SQLITE_AND_POSTGRESQL,
     Browser,
@@ -206,6 +206,23 @@ def test_a_post_without_the_csrf_token_stores_nothing(api: Schedules, admin: Bro
 
 
 # Editing -----------------------------------------------------------------------------------------
+
+
+def test_a_save_that_races_another_writer_says_try_again_and_marks_no_field(
+    admin: Browser, api: Schedules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api.add("report", "proj.tasks.report", Every(60))
+    lose_every_race(monkeypatch)
+
+    page = edit(admin, api, "report", args="[7]")
+
+    assert (
+        "danger: Schedule not saved: schedule 'report' was changed by someone else at the "
+        "same time; nothing was stored: try again" in flashes(page)
+    )
+    assert "is-invalid" not in page
+    monkeypatch.undo()
+    assert api.get("report").args == []
 
 
 def edit(admin: Browser, api: Schedules, schedule: str, **changes: Any) -> str:
@@ -444,3 +461,31 @@ def test_a_bulk_action_reports_the_schedules_it_could_not_change(
     page = admin.action("resume", [schedule_id(api, "done")])
     assert any(m.startswith("danger: done: name='done': has finished") for m in flashes(page))
     assert not api.get("done").enabled
+
+
+@ON_SQLITE_AND_POSTGRESQL
+def test_the_pause_action_notes_that_it_came_from_the_admin_and_the_pages_show_the_note(
+    api: Schedules, admin: Browser
+) -> None:
+    some_schedules(api)
+    admin.action("pause", [schedule_id(api, "report")])
+    assert api.get("report").pause_note == "paused from the admin"
+    api.pause("poll", note="alice: mail server down (INC-42)")
+
+    listing = admin.get("/admin/schedules/")
+    assert "paused from the admin" in listing
+    assert "alice: mail server down (INC-42)" in listing
+    page = admin.get(f"/admin/schedules/edit/?id={schedule_id(api, 'poll')}")
+    assert "(person): alice: mail server down (INC-42)" in page
+
+
+def test_the_pages_show_an_active_schedules_failed_runs_in_a_row(
+    api: Schedules, admin: Browser
+) -> None:
+    some_schedules(api)
+    api.update("report", pause_after_failures=5)
+    set_columns(api, "report", consecutive_failures=2)  # as the worker hook counts them
+
+    assert "2 failed runs in a row" in admin.get("/admin/schedules/")
+    page = admin.get(f"/admin/schedules/edit/?id={schedule_id(api, 'report')}")
+    assert "2 (pauses at 5)" in page

@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from celery_dbeat.config import mask_url
-from celery_dbeat.errors import DBeatError
+from celery_dbeat.core.errors import DBeatError
 from celery_dbeat.store import create_engine, migrate
 
 from ...conf import dbeat_settings

@@ -1,0 +1,232 @@
+"""The exclusion calendars in the Django admin: list, add, change and delete, every write through
+:attr:`celery_dbeat.api.Schedules.calendars`.
+
+The form is plain text validated by the API's own parsing (:meth:`Calendar.create`), so a date
+is read as the CLI's ``--dates`` reads it (one ``YYYY-MM-DD`` or ``YYYY-MM-DD..YYYY-MM-DD`` per
+line, or comma-separated) and a bad one gets the same message, on its field. A calendar keeps
+its name (schedules name it; the API has no rename). A deletion is refused while schedules name
+the calendar, with a message naming them, and nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
+from django.contrib.admin.utils import unquote
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from celery_dbeat.core.calendars import Calendar as CalendarSpec
+from celery_dbeat.core.errors import CalendarExists, CalendarNotFound, DBeatError, ValidationError
+
+from .base import OnScheduleDatabase, WriteRefused, request_actor
+from .conf import database_alias, schedules
+from .display import instant
+from .models import Calendar
+
+__all__ = ["CalendarAdmin", "CalendarForm", "stored_dates"]
+
+_FIELDS = ("name", "timezone", "description", "dates")
+
+
+def stored_dates(obj: Calendar) -> list[str]:
+    """The dates and ranges of ``obj`` (its ``dates`` column as written, if it is no list)."""
+    try:
+        dates = json.loads(obj.dates)
+    except (TypeError, ValueError):
+        return [str(obj.dates)]
+    return [str(d) for d in dates] if isinstance(dates, list) else [str(obj.dates)]
+
+
+class CalendarForm(forms.ModelForm):
+    """A calendar's fields as text; :meth:`clean` validates them as the API does. On a change
+    the name is not a field (it is shown read-only)."""
+
+    name = forms.CharField(
+        required=False,
+        label="Name",
+        help_text="Schedules name the calendar by it (calendar=).",
+        widget=forms.TextInput({"class": "vTextField"}),
+    )
+    timezone = forms.CharField(
+        required=False,
+        initial="UTC",
+        label="Time zone",
+        help_text="The zone the dates are days of (IANA name).",
+    )
+    description = forms.CharField(
+        required=False,
+        label="Description",
+        widget=forms.Textarea({"rows": 2, "cols": 60, "class": "vLargeTextField"}),
+        help_text="Optional: what it is for.",
+    )
+    dates = forms.CharField(
+        required=False,
+        label="Dates",
+        widget=forms.Textarea({"rows": 10, "cols": 40}),
+        help_text="One YYYY-MM-DD or YYYY-MM-DD..YYYY-MM-DD (both days included) per line, or "
+        "comma-separated.",
+    )
+
+    class Meta:
+        model = Calendar
+        fields = _FIELDS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        instance = kwargs.get("instance")
+        if instance is not None and instance.pk is not None:
+            kwargs["initial"] = {
+                "timezone": instance.timezone,
+                "description": instance.description or "",
+                "dates": "\n".join(stored_dates(instance)),
+                **(kwargs.get("initial") or {}),
+            }
+        super().__init__(*args, **kwargs)
+        #: The calendar's name before this edit (``None`` when adding).
+        self.original_name: str | None = None
+        if instance is not None and instance.pk is not None:
+            self.original_name = instance.name
+            self.fields.pop("name", None)
+        #: The validated calendar, once :meth:`clean` accepted the form.
+        self.calendar: CalendarSpec | None = None
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean()
+        name = self.original_name or data.get("name") or ""
+        try:
+            calendar = CalendarSpec.create(
+                name,
+                timezone=data.get("timezone") or "",
+                dates=data.get("dates") or "",
+                description=data.get("description") or "",
+            )
+        except ValidationError as exc:
+            field = exc.field if exc.field in self.fields else None
+            self.add_error(field, str(exc))
+            return data
+        if self.original_name is None:
+            taken = Calendar.objects.using(database_alias()).filter(name=name).exists()
+            if taken:
+                self.add_error("name", str(CalendarExists(name)))
+                return data
+        self.calendar = calendar
+        return data
+
+    def _post_clean(self) -> None:
+        """No model validation: the admin writes the row through the API, never from this
+        form's instance."""
+
+
+class CalendarAdmin(OnScheduleDatabase):
+    """Exclusion calendars: the dates (in their zone) on which the schedules naming them do not
+    fire. Every write goes through ``Schedules.calendars``; permissions are the model's."""
+
+    form = CalendarForm
+    list_display = ("name", "timezone", "entries", "description", "version", "updated")
+    search_fields = ("name", "description")
+
+    updated = instant("updated_at", "last edit")
+
+    @admin.display(description="dates and ranges")
+    def entries(self, obj: Calendar) -> int:
+        return len(stored_dates(obj))
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return _FIELDS
+        return ("name", "timezone", "description", "dates", "version", "updated")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("name", "version", "updated") if obj is not None else ()
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        """No bulk delete: Django's would report calendars deleted that the API kept in use."""
+        actions: dict[str, Any] = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    @csrf_protect_m
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        return self.tables_missing(request) or self.api_changeform_view(
+            request, object_id, form_url, extra_context
+        )
+
+    def save_model(
+        self, request: HttpRequest, obj: Calendar, form: CalendarForm, change: bool
+    ) -> None:
+        calendar = form.calendar
+        assert calendar is not None  # the form validated
+        api = schedules().calendars
+        try:
+            if change:
+                assert form.original_name is not None
+                api.update(
+                    form.original_name,
+                    timezone=calendar.timezone,
+                    dates=calendar.ranges,
+                    description=calendar.description,
+                    actor=request_actor(request),
+                )
+            else:
+                api.add(
+                    calendar.name,
+                    timezone=calendar.timezone,
+                    dates=calendar.ranges,
+                    description=calendar.description or None,
+                    actor=request_actor(request),
+                )
+        except DBeatError as exc:
+            raise WriteRefused(str(exc)) from exc
+        fresh = self.get_queryset(request).get(name=calendar.name)
+        for field in Calendar._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(fresh, field.attname))
+        obj._state.adding, obj._state.db = False, fresh._state.db
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Nothing: a calendar has no related rows to save."""
+
+    @csrf_protect_m
+    def delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The confirmation page as Django's; the confirmed deletion goes through the API, which
+        refuses a calendar still in use (the message names its schedules; nothing is deleted)."""
+        missing = self.tables_missing(request)
+        if missing is not None:
+            return missing
+        obj = self.get_object(request, unquote(object_id))
+        if request.method != "POST" or obj is None or not self.has_delete_permission(request, obj):
+            return self._delete_view(request, object_id, extra_context)
+        try:
+            self.delete_model(request, obj)
+        except WriteRefused as exc:
+            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
+            change = reverse(
+                f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+                args=[obj.pk],
+                current_app=self.admin_site.name,
+            )
+            return HttpResponseRedirect(change)
+        if hasattr(self, "log_deletions"):  # Django 5.1+
+            self.log_deletions(request, [obj])
+        else:  # pragma: no cover - Django < 5.1
+            self.log_deletion(request, obj, str(obj))
+        return self.response_delete(request, str(obj), obj.pk)
+
+    def delete_model(self, request: HttpRequest, obj: Calendar) -> None:
+        try:
+            schedules().calendars.remove(obj.name, actor=request_actor(request))
+        except CalendarNotFound:
+            pass  # removed meanwhile
+        except DBeatError as exc:
+            raise WriteRefused(str(exc)) from exc

@@ -1,0 +1,402 @@
+"""The next 24 hours, counted: fires per minute, the herds in them and who makes them (the last
+day, :mod:`~celery_dbeat.core.lastday`, rides along). Pure: the store reads the rows
+(:mod:`celery_dbeat.store.load`).
+
+Slots come from the timing code beat uses (:func:`~celery_dbeat.core.timing.build_timing`), and
+a jittered fire is counted at its due instant (:func:`~celery_dbeat.core.planning.due_times`,
+hashed on the schedule's ``uid``, as beat does). Only the slots beat sends count: not those on a
+day the schedule's calendar excludes, nor those after its last run (:mod:`~celery_dbeat.core.window`
+says how each spec's window is drawn); a row whose calendar is missing or cannot be read is set
+aside, as beat sets it aside. Bounded work, whatever the number of rows:
+
+- rows sharing a spec (and a calendar) share its slots: cron and solar specs are keyed by their
+  fields (so the thousands of rows on ``0 * * * *`` are enumerated once), interval specs by
+  their period and phase (``anchor`` modulo ``every``, which is all that places their slots in
+  the window);
+- a spec is enumerated slot by slot up to :data:`SLOT_CAP` slots; a denser one is counted per
+  minute (:meth:`Timing.count`, arithmetic for intervals);
+- jitter is hashed for at most :data:`JITTER_BUDGET` fires; beyond, each jittered fire is
+  spread evenly over its jitter window (the expected count), and the result says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from .calendars import Calendar
+from .errors import ValidationError
+from .formats import seconds_text
+from .lastday import PastDay
+from .planning import due_times, timing_of
+from .timing import build_timing
+from .window import (
+    BUCKETS,
+    HORIZON,
+    MINUTE,
+    MINUTE_US,
+    SLOT_CAP,
+    US,
+    Piece,
+    SpecWindow,
+    bucket,
+    day_pieces,
+    enumerated,
+    interval_window,
+    micros,
+)
+
+__all__ = [
+    "BUCKETS",
+    "HORIZON",
+    "JITTER_BUDGET",
+    "SAMPLE_NAMES",
+    "SLOT_CAP",
+    "Herd",
+    "HerdMaker",
+    "Load",
+    "LoadCounter",
+]
+
+#: Jittered fires whose due instant is hashed; beyond, jitter is spread evenly (expected counts).
+JITTER_BUDGET = 100_000
+#: A minute is a herd when it holds at least this many fires and :data:`HERD_FACTOR` times the
+#: day's mean per minute.
+HERD_MIN = 10
+HERD_FACTOR = 2.0
+#: Names kept per spec to show who makes a herd.
+SAMPLE_NAMES = 3
+#: Busiest herd minutes looked at to find the :meth:`LoadCounter.result`'s ``top`` herds.
+HERD_SCAN = 200
+
+
+@dataclass(frozen=True)
+class HerdMaker:
+    """Schedules of one spec (and one jitter) that fire in a herd's minute."""
+
+    spec: str
+    jitter: float | None
+    #: Their fires in the herd's minute.
+    fires: float
+    #: How many schedules have this spec and jitter.
+    schedules: int
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Herd:
+    """A minute with far more fires than the day's mean."""
+
+    at: datetime
+    fires: float
+    makers: tuple[HerdMaker, ...]
+    hint: str
+    #: The other herd minutes led by the same spec (the next hours of an hourly herd), in order.
+    again: tuple[datetime, ...] = ()
+
+
+@dataclass(frozen=True)
+class Load:
+    """Fires per minute from ``start`` (``per_minute[i]``: the minute ``start + i``), the herds
+    among them, and the past day."""
+
+    start: datetime
+    per_minute: tuple[float, ...]
+    schedules: int
+    #: Rows beat sets aside, not counted: a spec that cannot be read, a calendar that does not
+    #: exist or cannot be read.
+    unreadable: int
+    #: ``False`` when there was more jitter to hash than :data:`JITTER_BUDGET`: jittered fires
+    #: are then spread evenly over their window.
+    jitter_exact: bool
+    herd_threshold: float
+    herds: tuple[Herd, ...]
+    past: PastDay | None = None
+    #: Slots in the window on days their schedule's calendar excludes: not sent (recorded as
+    #: skipped when they pass), not counted in ``per_minute``.
+    excluded: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(self.per_minute)
+
+    @property
+    def peak(self) -> float:
+        return max(self.per_minute, default=0.0)
+
+    def per(self, minutes: int) -> list[float]:
+        """Fires per ``minutes``-long bucket (60: per hour)."""
+        if minutes < 1:
+            raise ValidationError("minutes", minutes, "must be at least 1")
+        return [
+            sum(self.per_minute[i : i + minutes]) for i in range(0, len(self.per_minute), minutes)
+        ]
+
+
+@dataclass
+class _Group:
+    spec: SpecWindow
+    jitter: float | None
+    members: int = 0
+    names: list[str] = field(default_factory=list)
+    uids: list[str] = field(default_factory=list)
+    fires: dict[int, float] = field(default_factory=dict)
+
+
+class LoadCounter:
+    """Counts rows fed in chunks (:meth:`add`), then :meth:`result`. ``start`` is now."""
+
+    def __init__(
+        self,
+        start: datetime,
+        *,
+        herd_at: float | None = None,
+        calendars: Mapping[str, Calendar | str] | None = None,
+    ) -> None:
+        """``calendars``: the calendars the rows name, as the store reads them for beat
+        (:class:`~celery_dbeat.store.calendars.CalendarCache`): a :class:`Calendar`, or why it
+        cannot be read; a name left out is a calendar that does not exist. More may be added to
+        :attr:`calendars` before each :meth:`add`."""
+        self.start = start
+        self.end = start + HORIZON
+        self.herd_at = herd_at
+        self.calendars: dict[str, Calendar | str] = dict(calendars or {})
+        self.schedules = 0
+        self.unreadable = 0
+        self._pieces: dict[str, list[Piece]] = {}
+        self._specs: dict[Hashable, SpecWindow | None] = {}
+        self._periods: set[int] = set()
+        self._groups: dict[tuple[Hashable, float | None], _Group] = {}
+
+    def add(self, rows: Iterable[Any]) -> None:
+        """Count rows with the columns of :class:`celery_dbeat.core.fires.ScheduleRow`'s timing
+        (kind, cron, timezone, every, run_at, anchor_at, dst_*, cron_days, solar fields,
+        start_at, end_at, max_runs, run_count, jitter, created_at), calendar, name and uid:
+        enabled, unfinished rows without an error."""
+        for row in rows:
+            self._add(row, 1, (row.name,))
+
+    def add_shared(self, row: Any, members: int, names: Sequence[str]) -> None:
+        """Count ``members`` schedules that share ``row``'s timing and calendar and have no
+        jitter, bounds or run limit (the store groups them in SQL); ``names``: a few of them.
+        The same count as :meth:`add` of each."""
+        self._add(row, members, names)
+
+    def _add(self, row: Any, members: int, names: Sequence[str]) -> None:
+        self.schedules += members
+        calendar = None
+        if row.calendar is not None:
+            named = self.calendars.get(row.calendar)
+            if not isinstance(named, Calendar):  # beat sets the row aside with an error
+                self.unreadable += members
+                return
+            calendar = named
+        try:
+            key = self._key(row)
+            if key is None:
+                return
+            if key in self._specs:
+                spec = self._specs[key]
+            else:
+                spec = self._specs[key] = self._spec(key, row)
+            if spec is not None and calendar is not None:
+                key = ("calendar", key, calendar.name)
+                if key in self._specs:
+                    spec = self._specs[key]
+                else:
+                    spec = self._specs[key] = self._excluding(spec, calendar)
+        except (ValidationError, ArithmeticError, ValueError, TypeError):
+            self.unreadable += members
+            return
+        if spec is None:
+            return
+        if row.max_runs is not None and spec.size is not None:
+            left = row.max_runs - row.run_count
+            if left < spec.size:  # the last runs fall in the window: a spec of its own
+                spec = spec.truncated(self.start, max(left, 0))
+                key = ("max_runs", key, left)
+        jitter = row.jitter or None
+        group = self._groups.get((key, jitter))
+        if group is None:
+            group = self._groups[key, jitter] = _Group(spec, jitter)
+        group.members += members
+        group.names.extend(names[: SAMPLE_NAMES - len(group.names)])
+        if jitter:
+            group.uids.append(row.uid)
+
+    def _key(self, row: Any) -> Hashable | None:
+        """What places the row's slots in the window; ``None``: no slot in it."""
+        bounded = (row.start_at is not None and row.start_at > self.start) or (
+            row.end_at is not None and row.end_at < self.end
+        )
+        if row.end_at is not None and row.end_at <= self.start:
+            return None
+        if row.kind == "once":
+            if row.run_at is None or not self.start < row.run_at <= self.end:
+                return None if row.run_at is not None else ("row", row.uid)
+            return ("once", row.run_at, row.start_at, row.end_at)
+        if bounded:
+            return ("row", row.uid)
+        if row.kind == "cron":
+            return ("cron", row.cron, row.timezone, row.dst_gap, row.dst_fold, row.cron_days)
+        if row.kind == "interval":
+            anchor = row.start_at or row.anchor_at or row.created_at
+            every = micros(timedelta(seconds=row.every))
+            if anchor is None or every <= 0 or anchor > self.start:
+                return ("row", row.uid)
+            # The first slot after the start, as microseconds from it, is all that places the
+            # others. Only the minute it falls in matters when the period is whole minutes,
+            # only the second when whole seconds: rows differing by less share one key. Rows
+            # whose fires are hashed (jitter) or cut short (max_runs) keep their exact slots.
+            first = every - micros(self.start - anchor) % every
+            unit = 1
+            if not row.jitter and row.max_runs is None:
+                unit = MINUTE_US if every % MINUTE_US == 0 else US if every % US == 0 else 1
+            # A first slot off the unit's grid must stay before the window's end (itself on it).
+            return ("every", every, first // unit * unit, first % unit == 0)
+        if row.kind == "solar":
+            return ("solar", row.solar_event, row.latitude, row.longitude)
+        return ("row", row.uid)
+
+    def _spec(self, key: Hashable, row: Any) -> SpecWindow | None:
+        if isinstance(key, tuple) and key[0] == "every":
+            # Every phase of a period has the same spec but for its anchor: validate the period
+            # once, then place the slots from the first (``anchor + n * every``, n >= 1).
+            _, every, first, on_grid = key
+            if every not in self._periods:
+                build_timing(kind="interval", every=row.every, anchor_at=self.start)
+                self._periods.add(every)
+            return interval_window(first, every, on_grid, _label(row))
+        timing = timing_of(row)  # as beat computes it
+        return enumerated(timing, self.start, self.end, _label(row))
+
+    def _excluding(self, spec: SpecWindow, calendar: Calendar) -> SpecWindow:
+        pieces = self._pieces.get(calendar.name)
+        if pieces is None:
+            pieces = self._pieces[calendar.name] = day_pieces(calendar, self.start, self.end)
+        return spec.excluding(calendar, self.start, pieces)
+
+    def result(self, *, top: int = 5) -> Load:
+        jittered = sum(g.members * (g.spec.size or 0) for g in self._groups.values() if g.jitter)
+        exact = jittered <= JITTER_BUDGET
+        totals = [0.0] * BUCKETS
+        for group in self._groups.values():
+            group.fires = self._fires(group, exact)
+            for minute, count in group.fires.items():
+                totals[minute] += count
+        total = sum(totals)
+        excluded = sum(g.members * g.spec.excluded for g in self._groups.values())
+        threshold = (
+            self.herd_at
+            if self.herd_at is not None
+            else max(HERD_MIN, HERD_FACTOR * total / BUCKETS)
+        )
+        busiest = sorted(
+            (i for i, count in enumerate(totals) if count >= threshold and count > 0),
+            key=lambda i: (-totals[i], i),
+        )[:HERD_SCAN]
+        # One herd per leading spec: an hourly herd is one herd that comes back each hour.
+        led: dict[tuple[str, float | None], tuple[Herd, list[datetime]]] = {}
+        for i in busiest:
+            herd = self._herd(i, totals[i], threshold)
+            lead = (herd.makers[0].spec, herd.makers[0].jitter)
+            if lead in led:
+                led[lead][1].append(herd.at)
+            elif len(led) < top:
+                led[lead] = (herd, [])
+        herds = tuple(replace(h, again=tuple(sorted(again))) for h, again in led.values())
+        return Load(
+            self.start,
+            tuple(totals),
+            self.schedules,
+            self.unreadable,
+            exact,
+            threshold,
+            herds,
+            excluded=float(excluded),
+        )
+
+    def _fires(self, group: _Group, exact: bool) -> dict[int, float]:
+        spec = group.spec
+        slots = spec.instants(self.start) if group.jitter else None
+        if slots is None:
+            # A dense spec's fires are less than a minute apart: jitter, capped at the gap to
+            # the next slot, moves each by less than that, and the minute counts hardly change.
+            return {b: float(c * group.members) for b, c in spec.pattern.items()}
+        window = timedelta(seconds=group.jitter or 0)
+        fires: dict[int, float] = {}
+        unsent = spec.unsent
+        if exact:
+            # Due instants over the spec's slots, as beat computes them (a jittered fire stays
+            # before the spec's next slot, excluded or not); then only the slots it sends.
+            ahead = [*slots, *([spec.after] if spec.after else [])]
+            for uid in group.uids:
+                for i, (_, due) in enumerate(list(due_times(uid, ahead, window))[: len(slots)]):
+                    if i not in unsent and due <= self.end:
+                        b = bucket(self.start, due)
+                        fires[b] = fires.get(b, 0.0) + 1
+            return fires
+        following = [*slots[1:], spec.after]
+        for i, (slot, nxt) in enumerate(zip(slots, following, strict=True)):
+            if i in unsent:
+                continue
+            width = micros(min(window, nxt - slot) if nxt else window)
+            lo = micros(slot - self.start)
+            hi = min(lo + max(width, 1), micros(HORIZON))
+            for b in range(lo // MINUTE_US, (hi - 1) // MINUTE_US + 1):
+                part = min(hi, (b + 1) * MINUTE_US) - max(lo, b * MINUTE_US)
+                if part > 0 and b < BUCKETS:
+                    fires[b] = fires.get(b, 0.0) + group.members * part / max(width, 1)
+        return fires
+
+    def _herd(self, bucket: int, fires: float, threshold: float) -> Herd:
+        makers: dict[tuple[str, float | None], list[Any]] = {}
+        for group in self._groups.values():
+            count = group.fires.get(bucket)
+            if not count:
+                continue
+            entry = makers.setdefault((group.spec.label, group.jitter), [0.0, 0, [], None])
+            entry[0] += count
+            entry[1] += group.members
+            entry[2].extend(group.names[: SAMPLE_NAMES - len(entry[2])])
+            gap = group.spec.gap
+            entry[3] = gap if entry[3] is None or (gap and gap < entry[3]) else entry[3]
+        ranked = sorted(makers.items(), key=lambda item: (-item[1][0], item[0][0]))
+        out = tuple(
+            HerdMaker(label, jitter, count, members, tuple(names))
+            for (label, jitter), (count, members, names, _) in ranked
+        )
+        return Herd(self.start + bucket * MINUTE, fires, out, _hint(ranked, fires, threshold))
+
+
+def _hint(ranked: Sequence[Any], fires: float, threshold: float) -> str:
+    """What would spread the herd: jitter on its biggest maker."""
+    (label, jitter), (count, members, _, gap) = ranked[0]
+    minutes = max(2, math.ceil(fires / max(threshold / 2, 1)))
+    seconds = minutes * 60
+    if gap is not None:
+        seconds = min(seconds, int(gap.total_seconds()))
+    spread = seconds_text(seconds)
+    if not jitter:
+        return (
+            f"give the {members} schedule(s) on {label} a jitter (jitter={spread}) to spread"
+            f" their {count:.0f} fires over {spread}"
+        )
+    return (
+        f"the {members} schedule(s) on {label} have jitter={seconds_text(jitter)}; widen it"
+        f" (jitter={spread}) to spread their fires further"
+    )
+
+
+def _label(row: Any) -> str:
+    if row.kind == "cron":
+        zone = row.timezone or "UTC"
+        return f"cron '{row.cron}' {zone}"
+    if row.kind == "interval":
+        return f"every {seconds_text(row.every)}"
+    if row.kind == "solar":
+        return f"solar {row.solar_event} ({row.latitude:g}, {row.longitude:g})"
+    return str(row.kind)

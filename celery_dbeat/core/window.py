@@ -1,0 +1,232 @@
+"""The slots of one spec in the load forecast's 24-hour window (:mod:`celery_dbeat.core.load`),
+per minute bucket: enumerated slot by slot, or counted per minute when denser than
+:data:`SLOT_CAP`, or placed by arithmetic for an interval; without the slots on the days a
+calendar excludes, or after a schedule's last run. Pure.
+
+A calendar's days are judged with :meth:`Calendar.excludes
+<celery_dbeat.core.calendars.Calendar.excludes>`, as planning judges each slot as it comes due:
+slot by slot where the slots are enumerated, and once per piece of the window between the
+calendar's local midnights where they are counted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, time, timedelta, timezone
+from itertools import pairwise
+
+from .calendars import Calendar
+from .timing import Timing
+from .timing.cron import load_zone
+
+__all__ = [
+    "BUCKETS",
+    "HORIZON",
+    "MINUTE",
+    "MINUTE_US",
+    "SLOT_CAP",
+    "US",
+    "SpecWindow",
+    "bucket",
+    "day_pieces",
+    "enumerated",
+    "interval_window",
+    "micros",
+]
+
+#: How far ahead the forecast looks, in one-minute buckets.
+HORIZON = timedelta(hours=24)
+MINUTE = timedelta(minutes=1)
+BUCKETS = HORIZON // MINUTE
+#: Slots of one spec enumerated one by one; a denser spec is counted per minute.
+SLOT_CAP = 2_000
+
+#: Microseconds in a second and in a minute.
+US = 1_000_000
+MINUTE_US = 60 * US
+_ONE_MICROSECOND = timedelta(microseconds=1)
+
+#: A piece of the window: ``(after, until, excluded)``, microseconds from its start.
+Piece = tuple[int, int, bool]
+
+
+def micros(delta: timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * US + delta.microseconds
+
+
+def bucket(start: datetime, instant: datetime) -> int:
+    """Minute ``b`` holds ``[start + b, start + b + 1)``; the window's last instant, the last."""
+    return min(max(micros(instant - start) // MINUTE_US, 0), BUCKETS - 1)
+
+
+@dataclass
+class SpecWindow:
+    """The slots in the window of one spec, shared by every row that has it (and a calendar)."""
+
+    label: str
+    #: Fires per minute bucket of one row with this spec.
+    pattern: dict[int, int]
+    #: The slots (and the first after the window, for jitter's cap); ``None`` when dense.
+    slots: list[datetime] | None
+    after: datetime | None
+    #: The shortest gap between two slots (caps a suggested jitter).
+    gap: timedelta | None
+    #: An interval's slots as microseconds from the window's start (turned into ``slots`` only
+    #: when jitter or ``max_runs`` needs them), and its period.
+    offsets: range | None = None
+    #: A dense spec's timing, to count it again between a calendar's midnights.
+    timing: Timing | None = None
+    #: Positions (in ``slots`` or ``offsets``) of the slots not sent: a calendar excludes them
+    #: (``skipped``), or they come after the last run (``max_runs``).
+    unsent: frozenset[int] = frozenset()
+    skipped: frozenset[int] = frozenset()
+    #: Slots a calendar removes from one row's window.
+    excluded: int = 0
+
+    def instants(self, start: datetime) -> list[datetime] | None:
+        if self.offsets is not None and self.slots is None:
+            self.slots = [start + timedelta(microseconds=o) for o in self.offsets]
+            following = self.offsets.start + len(self.offsets) * self.offsets.step
+            self.after = start + timedelta(microseconds=following)
+        return self.slots
+
+    @property
+    def size(self) -> int | None:
+        """Its slots sent in the window; ``None`` when dense."""
+        if self.offsets is not None:
+            return len(self.offsets) - len(self.unsent)
+        return None if self.slots is None else len(self.slots) - len(self.unsent)
+
+    def truncated(self, start: datetime, left: int) -> SpecWindow:
+        """Only the first ``left`` slots sent: beat records nothing after the last run."""
+        slots = self.instants(start) or []
+        sent = [i for i in range(len(slots)) if i not in self.unsent][:left]
+        cut = sent[-1] + 1 if sent else 0
+        skipped = frozenset(i for i in self.skipped if i < cut)
+        return SpecWindow(
+            self.label,
+            dict(Counter(bucket(start, slots[i]) for i in sent)),
+            slots,
+            self.after,
+            self.gap,
+            unsent=frozenset(range(len(slots))) - frozenset(sent),
+            skipped=skipped,
+            excluded=len(skipped),
+        )
+
+    def excluding(self, calendar: Calendar, start: datetime, pieces: list[Piece]) -> SpecWindow:
+        """Without the slots on the days ``calendar`` excludes (``pieces``: its
+        :func:`day_pieces` of the window from ``start``)."""
+        if self.offsets is not None:
+            offsets = self.offsets
+            skipped = frozenset(i for lo, hi, out in pieces if out for i in _at(offsets, lo, hi))
+            last = BUCKETS - 1
+            pattern = Counter(
+                min(o // MINUTE_US, last) for i, o in enumerate(offsets) if i not in skipped
+            )
+        elif self.slots is not None:
+            skipped = frozenset(i for i, s in enumerate(self.slots) if calendar.excludes(s))
+            pattern = Counter(
+                bucket(start, s) for i, s in enumerate(self.slots) if i not in skipped
+            )
+        else:
+            assert self.timing is not None
+            kept = [(lo, hi) for lo, hi, out in pieces if not out]
+            dense = counted(self.timing, start, start + HORIZON, self.label, kept)
+            removed = sum(self.pattern.values()) - sum(dense.pattern.values())
+            return replace(dense, excluded=removed)
+        return replace(
+            self, pattern=dict(pattern), unsent=skipped, skipped=skipped, excluded=len(skipped)
+        )
+
+
+def enumerated(timing: Timing, start: datetime, end: datetime, label: str) -> SpecWindow:
+    """The slots of ``timing`` in ``(start, end]``, per minute bucket; a spec denser than
+    :data:`SLOT_CAP` is counted per minute instead of walked."""
+    slots: list[datetime] = []
+    after = None
+    for slot in timing.slots_after(start):
+        if slot > end:
+            after = slot
+            break
+        if len(slots) == SLOT_CAP:
+            return counted(timing, start, end, label)
+        slots.append(slot)
+    gaps = [b - a for a, b in pairwise(slots)]
+    pattern = Counter(bucket(start, s) for s in slots)
+    return SpecWindow(label, dict(pattern), slots, after, min(gaps, default=None))
+
+
+def interval_window(first: int, every: int, on_grid: bool, label: str) -> SpecWindow:
+    """An interval's slots from ``first`` on, every ``every``, in microseconds from the window's
+    start (IntervalSpec's arithmetic, without a datetime per slot); ``on_grid``: whether the
+    window's last instant may hold one."""
+    offsets = range(first, micros(HORIZON) + int(on_grid), every)
+    last = BUCKETS - 1
+    pattern = Counter(min(o // MINUTE_US, last) for o in offsets)
+    gap = timedelta(microseconds=every)
+    return SpecWindow(label, dict(pattern), None, None, gap, offsets)
+
+
+def counted(
+    timing: Timing,
+    start: datetime,
+    end: datetime,
+    label: str,
+    kept: Sequence[tuple[int, int]] | None = None,
+) -> SpecWindow:
+    """Slots per minute bucket, counted (:meth:`Timing.count`); only those in the ``kept``
+    pieces, ``(after, until]`` in microseconds from ``start``, if given."""
+    pattern: dict[int, int] = {}
+    for b in range(BUCKETS):
+        lo = start + b * MINUTE
+        until = end if b == BUCKETS - 1 else lo + MINUTE - _ONE_MICROSECOND
+        after = max(start, lo - _ONE_MICROSECOND)
+        if kept is None:
+            count = timing.count(after, until)
+        else:
+            a, u = micros(after - start), micros(until - start)
+            count = sum(
+                timing.count(
+                    start + timedelta(microseconds=max(a, piece_after)),
+                    start + timedelta(microseconds=min(u, piece_until)),
+                )
+                for piece_after, piece_until in kept
+                if max(a, piece_after) < min(u, piece_until)
+            )
+        if count:
+            pattern[b] = count
+    busiest = max(pattern.values(), default=1)
+    return SpecWindow(label, pattern, None, None, MINUTE / busiest, timing=timing)
+
+
+def day_pieces(calendar: Calendar, start: datetime, end: datetime) -> list[Piece]:
+    """The window ``(start, end]`` cut at the calendar's local midnights, as ``(after, until,
+    excluded)`` in microseconds from ``start``: every instant of a piece is on one date in the
+    calendar's zone, which :meth:`Calendar.excludes` (asked of the piece's last instant) judges
+    for the whole piece."""
+    zone = load_zone(calendar.timezone)
+    cuts = [0]
+    day = start.astimezone(zone).date()
+    while True:
+        day += timedelta(days=1)
+        midnight = datetime.combine(day, time(), tzinfo=zone).astimezone(timezone.utc)
+        if midnight > end:
+            break
+        if midnight > start:  # the piece before holds up to the microsecond before midnight
+            cuts.append(micros(midnight - start) - 1)
+    cuts.append(micros(end - start))
+    return [
+        (lo, hi, calendar.excludes(start + timedelta(microseconds=hi)))
+        for lo, hi in pairwise(cuts)
+        if hi > lo
+    ]
+
+
+def _at(offsets: range, after: int, until: int) -> range:
+    """The positions in ``offsets`` of the values in ``(after, until]``."""
+    first = max(0, (after - offsets.start) // offsets.step + 1)
+    last = min(len(offsets) - 1, (until - offsets.start) // offsets.step)
+    return range(first, last + 1)

@@ -1,0 +1,272 @@
+"""Queued fires: the slots of a catch-up (policy ``all``) or a backfill, waiting for the capacity
+on-time fires leave.
+
+A queued row is either a fire (its ``task_id`` set) or a *queued run* standing for several slots
+of one schedule (:func:`celery_dbeat.core.fires.queued_fires`): ``slot`` its newest, ``first_slot``
+its oldest, ``slot_count`` how many, ``slots`` each of them. Its ``lease_until`` is its oldest
+slot: queued rows go out in that order, each schedule's slots oldest first, none before its time.
+
+:func:`claim_queued` leases queued slots to a beat to publish them. A fire becomes PENDING as it
+is; a run gives up its oldest slots as new PENDING fires, each with its usual task id, and keeps
+the rest (once only its own slot is left, it is that slot's fire). A slot that already has a fire
+of its own (an edit moved ``next_run_at`` back onto it and a beat recorded it) is left to that
+fire. So each slot is published once, with the task id every beat derives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine, Row
+
+from ..core.fires import (
+    FireStatus,
+    PublishRequest,
+    decode_slots,
+    encode_slots,
+    fire_task_id,
+    queued_fires,
+)
+from .clock import DatabaseClock
+from .due import skips_locked
+from .fires import PUBLISH_COLUMNS
+from .models import F, S
+from .reading import chunked
+
+__all__ = ["claim_queued", "queue_slots", "queued_backlog", "queued_slots"]
+
+_QUEUED = F.c.status == FireStatus.QUEUED.value
+#: Queued rows a claim locks first; it locks more only if these hold fewer slots than it takes.
+_FIRST_ROWS = 8
+_COLUMNS = [*PUBLISH_COLUMNS, F.c.slots, F.c.slot_count, F.c.origin, F.c.recorded_at, S.c.uid]
+
+
+def _slots_of(row: Any) -> list[datetime]:
+    return [row.slot] if row.slots is None else decode_slots(row.slots)
+
+
+def _take(
+    rows: Sequence[Any], limit: int, now: datetime
+) -> tuple[list[tuple[int, datetime]], dict[int, list[datetime]]]:
+    """Up to ``limit`` queued slots of ``rows`` (in the order of their oldest slot) whose time has
+    come, each row's oldest first, as ``(index of the row, slot)``; and the slots of each row
+    that gave any (a run's JSON is read only then). A run gives as many as it can before the
+    next row is taken from: its remaining slots are written back once per claim, not once per
+    slot (taken oldest first across all runs, a week's catch-up of every-minute schedules
+    interleaves, and every slot cost a rewrite of its run)."""
+    slots: dict[int, list[datetime]] = {}
+    taken: list[tuple[int, datetime]] = []
+    for i, row in enumerate(rows):
+        if len(taken) >= limit:
+            break
+        slots[i] = _slots_of(row)
+        for slot in slots[i][: limit - len(taken)]:
+            if slot > now:
+                break
+            taken.append((i, slot))
+    return taken, slots
+
+
+def _recorded(
+    conn: Connection, wanted: Iterable[tuple[int, datetime]]
+) -> set[tuple[int, datetime]]:
+    """Which of the ``(schedule id, slot)`` pairs have a (non-manual) fire row already."""
+    by_schedule: dict[int, list[datetime]] = {}
+    for schedule_id, slot in wanted:
+        by_schedule.setdefault(schedule_id, []).append(slot)
+    found: set[tuple[int, datetime]] = set()
+    for schedule_id, slots in by_schedule.items():
+        for chunk in chunked(sorted(slots)):
+            rows = conn.execute(
+                sa.select(F.c.slot).where(
+                    F.c.schedule_id == schedule_id, F.c.manual.is_(False), F.c.slot.in_(chunk)
+                )
+            )
+            found.update((schedule_id, slot) for slot in rows.scalars())
+    return found
+
+
+def claim_queued(
+    engine: Engine,
+    clock: DatabaseClock,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    beat: str,
+) -> list[PublishRequest]:
+    """Lease up to ``limit`` queued slots whose time has come to ``beat``, to be published now:
+    from the queued rows with the oldest slots, each row's oldest first (:func:`_take`). Each
+    becomes a PENDING fire, as if recorded now, so a beat that dies with them leaves them to
+    :func:`.fires.claim_stale_pending` of another."""
+    with engine.begin() as conn:
+        now, lease_until = clock.moved(conn, now, lease_until)
+        rows = _queued_rows(conn, engine, now, limit)
+        taken, runs = _take(rows, limit, now)
+        counts = [0] * len(rows)
+        for i, _ in taken:
+            counts[i] += 1
+        new = [(rows[i], slot) for i, slot in taken if slot != rows[i].slot]
+        already = _recorded(conn, ((r.schedule_id, slot) for r, slot in new))
+        whole = [r.id for r, k in zip(rows, counts, strict=True) if k and r.slots is None]
+        for chunk in chunked(whole):
+            conn.execute(
+                sa.update(F)
+                .where(F.c.id.in_(chunk), _QUEUED)
+                .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
+            )
+        for i, (r, k) in enumerate(zip(rows, counts, strict=True)):
+            if k and r.slots is not None:
+                conn.execute(
+                    sa.update(F)
+                    .where(F.c.id == r.id)
+                    .values(**_rest(r, runs[i][k:], lease_until, beat))
+                )
+        inserts = [
+            _fire(r, slot, lease_until, beat)
+            for r, slot in new
+            if (r.schedule_id, slot) not in already
+        ]
+        if inserts:
+            conn.execute(sa.insert(F), inserts)
+    requests = []
+    for i, slot in taken:
+        r = rows[i]
+        if slot != r.slot and (r.schedule_id, slot) in already:
+            continue
+        task_id = r.task_id or fire_task_id(r.uid, slot)
+        requests.append(
+            PublishRequest(
+                task_id,
+                r.schedule_id,
+                r.name,
+                slot,
+                r.task,
+                r.args,
+                r.kwargs,
+                r.options,
+                lease_until=lease_until,
+            )
+        )
+    return requests
+
+
+def _queued_rows(conn: Connection, engine: Engine, now: datetime, limit: int) -> list[Any]:
+    """The queued rows that hold the (up to) ``limit`` oldest slots whose time has come, locked:
+    a few rows first (a run holds up to 500 slots), more only if they hold fewer slots."""
+    query = (
+        sa.select(*_COLUMNS)
+        .join(S, S.c.id == F.c.schedule_id)
+        .where(_QUEUED, F.c.lease_until <= now)
+        .order_by(F.c.lease_until, F.c.id)
+    )
+    if skips_locked(engine):
+        query = query.with_for_update(of=F, skip_locked=True)
+    first = min(limit, _FIRST_ROWS)
+    rows = list(conn.execute(query.limit(first)))
+    if len(rows) == first and sum(r.slot_count for r in rows) < limit:
+        held = [r.id for r in rows]
+        rows += conn.execute(query.where(F.c.id.not_in(held)).limit(limit - first))
+    return rows
+
+
+def _rest(run: Row[Any], rest: list[datetime], lease_until: datetime, beat: str) -> dict[str, Any]:
+    """The columns of a queued run once its oldest slots were taken and ``rest`` is left: still a
+    run, or (one slot left, its own) that slot's queued fire, or (none left: its own slot is
+    taken too) that slot's fire leased to ``beat``."""
+    if len(rest) > 1:
+        return {
+            "slots": encode_slots(rest),
+            "slot_count": len(rest),
+            "first_slot": rest[0],
+            "lease_until": rest[0],
+        }
+    single: dict[str, Any] = {
+        "slots": None,
+        "slot_count": 1,
+        "first_slot": None,
+        "task_id": fire_task_id(run.uid, run.slot),
+    }
+    if rest:
+        return {**single, "lease_until": rest[0]}
+    return {**single, "status": FireStatus.PENDING.value, "lease_until": lease_until, "beat": beat}
+
+
+def _fire(run: Row[Any], slot: datetime, lease_until: datetime, beat: str) -> dict[str, Any]:
+    """The row of a slot a queued run gave up, leased to ``beat`` to publish it now."""
+    return {
+        "schedule_id": run.schedule_id,
+        "slot": slot,
+        "manual": False,
+        "origin": run.origin,
+        "status": FireStatus.PENDING.value,
+        "slot_count": 1,
+        "task_id": fire_task_id(run.uid, slot),
+        "beat": beat,
+        "recorded_at": run.recorded_at,
+        "lease_until": lease_until,
+        "attempts": 0,
+    }
+
+
+def queue_slots(
+    conn: Connection,
+    schedule_id: int,
+    uid: str,
+    slots: Sequence[datetime],
+    *,
+    now: datetime,
+    origin: str | None,
+) -> None:
+    """Record ``slots`` (ascending) of a schedule as queued: a row per queued run
+    (:func:`~celery_dbeat.core.fires.queued_fires`), each going out in the order of its oldest
+    slot."""
+    conn.execute(
+        sa.insert(F),
+        [
+            {
+                "schedule_id": schedule_id,
+                "slot": fire.slot,
+                "manual": False,
+                "origin": origin,
+                "status": FireStatus.QUEUED.value,
+                "slot_count": fire.slot_count,
+                "first_slot": fire.first_slot,
+                "slots": encode_slots(fire.slots) if fire.slots else None,
+                "task_id": fire.task_id,
+                "recorded_at": now,
+                "lease_until": fire.first_slot or fire.slot,
+                "attempts": 0,
+            }
+            for fire in queued_fires(uid, slots)
+        ],
+    )
+
+
+def queued_backlog(conn: Connection) -> tuple[int, datetime | None]:
+    """How many slots are queued (catch-up, backfill), and the oldest."""
+    row = conn.execute(
+        sa.select(
+            sa.func.coalesce(sa.func.sum(F.c.slot_count), 0),
+            sa.func.min(sa.func.coalesce(F.c.first_slot, F.c.slot)),
+        ).where(_QUEUED)
+    ).one()
+    return int(row[0]), row[1]
+
+
+def queued_slots(
+    conn: Connection, schedule_id: int, start: datetime, end: datetime
+) -> set[datetime]:
+    """The slots of schedule ``schedule_id`` in ``[start, end]`` that are queued, those of its
+    queued runs included."""
+    rows = conn.execute(
+        sa.select(F.c.slot, F.c.slots).where(
+            F.c.schedule_id == schedule_id,
+            _QUEUED,
+            F.c.slot >= start,
+            sa.func.coalesce(F.c.first_slot, F.c.slot) <= end,
+        )
+    )
+    return {slot for row in rows for slot in _slots_of(row) if start <= slot <= end}

@@ -1,0 +1,91 @@
+"""Beat logs the one warning about ``beat_schedule`` entries whose task the app does not
+register, and syncs them all the same; :mod:`celery_dbeat.task_names` imports the app's task
+modules first and gives up quietly (with a log line) when it cannot know the names."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import celery
+import pytest
+
+from celery_dbeat import Every
+from celery_dbeat.api import Schedules
+from celery_dbeat.beat.scheduler import Scheduler
+from celery_dbeat.core.definitions import Definition
+from celery_dbeat.task_names import registered_tasks, unknown_task_warning, unknown_tasks
+
+
+def test_beat_logs_the_unknown_tasks_of_beat_schedule_and_syncs_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    database = f"sqlite:///{tmp_path / 'schedules.sqlite3'}"
+    app = celery.Celery("beatproj", set_as_current=False)
+
+    @app.task(name="beatproj.tasks.known", shared=False)
+    def known() -> None: ...
+
+    app.conf.update(
+        broker_url="memory://",
+        dbeat_database_url=database,
+        beat_schedule={
+            "known": {"task": "beatproj.tasks.known", "schedule": 60.0},
+            "typo": {"task": "beatproj.taks.typo", "schedule": 60.0},
+        },
+    )
+
+    with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+        Scheduler(app).close()
+
+    assert [r.getMessage() for r in caplog.records if "not registered" in r.message] == [
+        "dbeat: beat_schedule: " + unknown_task_warning(["beatproj.taks.typo"], "beatproj")
+    ]
+    with Schedules(database) as api:
+        assert sorted(info.name for info in api.list()) == ["known", "typo"]
+
+
+def test_the_words_name_each_task_once_and_say_it_is_only_a_warning() -> None:
+    assert unknown_task_warning(["b.t", "a.t", "b.t"], "proj") == (
+        "tasks 'a.t', 'b.t' are not registered in the Celery app 'proj': beat sends them all the "
+        "same, but only a worker that registers a name can run its task; check the names, and "
+        "that your workers import the modules that define them (defined only in the workers' "
+        "code is fine)"
+    )
+    assert unknown_task_warning(["a.t"]).startswith(
+        "task 'a.t' is not registered in this Celery app: beat sends it all the same"
+    )
+
+
+@pytest.fixture
+def broken_module(tmp_path: Path) -> Iterator[str]:
+    (tmp_path / "dbeat_broken_tasks.py").write_text("raise RuntimeError('cannot import me')\n")
+    sys.path.insert(0, str(tmp_path))
+    yield "dbeat_broken_tasks"
+    sys.path.remove(str(tmp_path))
+    sys.modules.pop("dbeat_broken_tasks", None)
+
+
+def test_a_task_module_that_fails_to_import_leaves_the_names_unchecked_with_a_log_line(
+    broken_module: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = celery.Celery("brokenproj", set_as_current=False)
+    app.conf.imports = [broken_module]
+    definition = Definition.create(name="s", task="brokenproj.tasks.s", schedule=Every(60))
+
+    with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+        assert unknown_tasks(app, [definition]) == {}
+        assert unknown_tasks(app, [definition]) == {}  # not tried again
+
+    tried = "could not import the task modules of the Celery app 'brokenproj'"
+    assert [r.getMessage() for r in caplog.records].count(
+        f"{tried}; task names are not checked"
+    ) == 1
+
+
+def test_an_app_not_finalized_leaves_the_names_unchecked() -> None:
+    app = celery.Celery("lazyproj", set_as_current=False, autofinalize=False)
+
+    assert registered_tasks(app) is None
