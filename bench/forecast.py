@@ -28,31 +28,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from celery_dbeat.core.calendars import Calendar
-from celery_dbeat.core.load import LoadCounter
+from celery_dbeat.core.load import ROW_COLUMNS, LoadCounter
 from celery_dbeat.store.load import CHUNK
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)
 CALENDAR = "holidays"
-_NONE = dict.fromkeys(
-    [
-        "cron",
-        "timezone",
-        "cron_days",
-        "every",
-        "run_at",
-        "anchor_at",
-        "dst_gap",
-        "dst_fold",
-        "solar_event",
-        "latitude",
-        "longitude",
-        "start_at",
-        "end_at",
-        "max_runs",
-        "jitter",
-        "calendar",
-    ]
-)
+_NONE = dict.fromkeys(ROW_COLUMNS)
 
 
 def holidays(start: datetime) -> Calendar:
@@ -88,7 +69,7 @@ def rows(n: int, start: datetime = START) -> list[Any]:
             kind, values["every"] = "interval", 86_400
         if i % 8 == 3:
             values["calendar"] = CALENDAR
-        out.append(SimpleNamespace(kind=kind, **values))
+        out.append(SimpleNamespace(**{**values, "kind": kind}))
     return out
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "BUCKETS",
     "HORIZON",
     "JITTER_BUDGET",
+    "ROW_COLUMNS",
     "SAMPLE_NAMES",
     "SLOT_CAP",
     "Herd",
@@ -60,6 +61,32 @@ __all__ = [
     "Load",
     "LoadCounter",
 ]
+
+#: The columns of a schedule row that :meth:`LoadCounter.add` reads: the timing of
+#: :class:`celery_dbeat.core.fires.ScheduleRow`, its bounds, jitter and calendar, name and uid.
+ROW_COLUMNS = (
+    "name",
+    "uid",
+    "kind",
+    "cron",
+    "timezone",
+    "cron_days",
+    "every",
+    "run_at",
+    "anchor_at",
+    "dst_gap",
+    "dst_fold",
+    "solar_event",
+    "latitude",
+    "longitude",
+    "start_at",
+    "end_at",
+    "max_runs",
+    "run_count",
+    "jitter",
+    "calendar",
+    "created_at",
+)
 
 #: Jittered fires whose due instant is hashed; beyond, jitter is spread evenly (expected counts).
 JITTER_BUDGET = 100_000
@@ -172,10 +199,8 @@ class LoadCounter:
         self._groups: dict[tuple[Hashable, float | None], _Group] = {}
 
     def add(self, rows: Iterable[Any]) -> None:
-        """Count rows with the columns of :class:`celery_dbeat.core.fires.ScheduleRow`'s timing
-        (kind, cron, timezone, every, run_at, anchor_at, dst_*, cron_days, solar fields,
-        start_at, end_at, max_runs, run_count, jitter, created_at), calendar, name and uid:
-        enabled, unfinished rows without an error."""
+        """Count rows with the :data:`ROW_COLUMNS`: enabled, unfinished rows without an
+        error."""
         for row in rows:
             self._add(row, 1, (row.name,))
 

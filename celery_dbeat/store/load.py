@@ -26,7 +26,7 @@ from sqlalchemy.types import NullType
 
 from ..core.fires import FireStatus, RunStatus
 from ..core.lastday import PastDay, past_day
-from ..core.load import HORIZON, Load, LoadCounter
+from ..core.load import HORIZON, ROW_COLUMNS, Load, LoadCounter
 from .calendars import CalendarCache
 from .models import F, S
 from .reading import UNREADABLE, chunked, read_rows
@@ -41,30 +41,7 @@ LAG_SAMPLE = 10_000
 
 _HOUR = timedelta(hours=1)
 
-_COLUMNS = (
-    S.c.id,
-    S.c.name,
-    S.c.uid,
-    S.c.kind,
-    S.c.cron,
-    S.c.timezone,
-    S.c.cron_days,
-    S.c.every,
-    S.c.run_at,
-    S.c.anchor_at,
-    S.c.dst_gap,
-    S.c.dst_fold,
-    S.c.solar_event,
-    S.c.latitude,
-    S.c.longitude,
-    S.c.start_at,
-    S.c.end_at,
-    S.c.max_runs,
-    S.c.run_count,
-    S.c.jitter,
-    S.c.calendar,
-    S.c.created_at,
-)
+_COLUMNS = (S.c.id, *(S.c[name] for name in ROW_COLUMNS))
 
 
 #: What places a schedule's slots when it has no jitter, bounds or run limit, and its calendar:

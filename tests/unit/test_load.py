@@ -10,33 +10,15 @@ from typing import Any
 import pytest
 
 from celery_dbeat.core.lastday import past_day
-from celery_dbeat.core.load import BUCKETS, LoadCounter
+from celery_dbeat.core.load import BUCKETS, ROW_COLUMNS, LoadCounter
 from celery_dbeat.core.planning import due_times
 from celery_dbeat.core.timing import build_timing
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)
-COLUMNS = [
-    "cron",
-    "timezone",
-    "cron_days",
-    "every",
-    "run_at",
-    "anchor_at",
-    "dst_gap",
-    "dst_fold",
-    "solar_event",
-    "latitude",
-    "longitude",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "jitter",
-    "calendar",
-]
 
 
 def row(name: str, kind: str, **given: Any) -> Any:
-    values: dict[str, Any] = dict.fromkeys(COLUMNS)
+    values: dict[str, Any] = dict.fromkeys(ROW_COLUMNS)
     values.update(name=name, uid=f"uid-{name}", kind=kind, run_count=0)
     values["created_at"] = START - timedelta(days=1, seconds=17.25)
     values.update(given)
