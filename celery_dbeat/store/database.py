@@ -24,7 +24,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from ..config import default_database_dir
-from ..core.errors import SchemaVersionError
+from ..core.errors import DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
 from . import beats, due, fires, queue, urls
 from .clock import DatabaseClock
@@ -47,7 +47,9 @@ VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: PostgreSQL ends a transaction idle for this long (a SIGSTOPped beat's), releasing its locks.
 IDLE_IN_TRANSACTION = timedelta(seconds=30)
-_LOCK_NAME = "celery_dbeat_migrate"
+#: MySQL/MariaDB lock names are server-wide: one per database, so that migrations of other
+#: databases on the same server do not wait on each other.
+_MYSQL_LOCK_NAME = "CONCAT('celery_dbeat_migrate_', MD5(DATABASE()))"
 _PG_LOCK_KEY = 0x64626561  # "dbea"
 
 
@@ -167,21 +169,44 @@ def check_schema(engine: Engine) -> str:
     )
 
 
+_MIGRATION_WAIT_S = 120
+
+
 @contextmanager
-def _migration_lock(connection: Connection) -> Iterator[None]:
-    """Serialise concurrent migrations (several beats starting at once)."""
-    backend = connection.dialect.name
-    if backend == "postgresql":
-        connection.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-        yield
-    elif backend in ("mysql", "mariadb"):
-        connection.execute(sa.text("SELECT GET_LOCK(:n, 120)"), {"n": _LOCK_NAME})
-        try:
-            yield
-        finally:
-            connection.execute(sa.text("SELECT RELEASE_LOCK(:n)"), {"n": _LOCK_NAME})
-    else:  # SQLite: the engine's BEGIN IMMEDIATE already holds the database's write lock.
-        yield
+def _migration(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the migration lock until it has committed.
+
+    Several beats starting at once migrate one after another. On MySQL/MariaDB the lock is a
+    session's ``GET_LOCK``, released only after the transaction commits: released before, the
+    next beat would read the version row still uncommitted and run the last migration again.
+    The lock is named after the database, as PostgreSQL's advisory locks are scoped to it.
+    """
+    with engine.connect() as connection:
+        backend = connection.dialect.name
+        if backend in ("mysql", "mariadb"):
+            got = connection.execute(
+                sa.text(f"SELECT GET_LOCK({_MYSQL_LOCK_NAME}, :s)"), {"s": _MIGRATION_WAIT_S}
+            ).scalar()
+            connection.commit()
+            if got != 1:
+                raise DBeatError(
+                    f"another process held this database's migration lock for over "
+                    f"{_MIGRATION_WAIT_S} s; look for a migration still running, then retry"
+                )
+            try:
+                with connection.begin():
+                    yield connection
+            finally:
+                connection.execute(sa.text(f"SELECT RELEASE_LOCK({_MYSQL_LOCK_NAME})"))
+                connection.commit()
+        else:
+            with connection.begin():
+                if backend == "postgresql":  # released as the transaction ends
+                    connection.execute(
+                        sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY}
+                    )
+                # SQLite: the engine's BEGIN IMMEDIATE already holds the database's write lock.
+                yield connection
 
 
 def migrate(engine: Engine, revision: str = "head") -> str:
@@ -189,7 +214,7 @@ def migrate(engine: Engine, revision: str = "head") -> str:
 
     Refuses a database whose schema is newer than this version of celery-dbeat.
     """
-    with engine.begin() as connection, _migration_lock(connection):
+    with _migration(engine) as connection:
         current = _current(connection)
         if current is not None and not _known(current):
             raise SchemaVersionError(

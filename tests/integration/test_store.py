@@ -20,13 +20,14 @@ from sqlalchemy.engine import Engine
 
 from celery_dbeat import Cron
 from celery_dbeat.core.definitions import Definition
-from celery_dbeat.core.errors import SchemaVersionError
+from celery_dbeat.core.errors import DBeatError, SchemaVersionError
 from celery_dbeat.core.fires import FireStatus
 from celery_dbeat.core.misfire import MisfireRules
 from celery_dbeat.core.planning import plan
-from celery_dbeat.store import Store, check_schema, create_engine, migrate
+from celery_dbeat.store import Store, check_schema, create_engine, database, migrate
 from celery_dbeat.store.database import VERSION_TABLE
 from tests.integration.conftest import F, Tables, at, task_id_of
+from tests.services import private_database
 
 UTC = timezone.utc
 LEASE = timedelta(seconds=60)
@@ -59,6 +60,16 @@ def test_beats_migrating_at_once_all_end_at_head(database_url: str) -> None:
     barrier = threading.Barrier(4, timeout=30)
     results: list[str] = []
     errors: list[BaseException] = []
+    # What each connection did, in order: its statements and its commits.
+    events: dict[int, list[str]] = {}
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def _statement(conn, cursor, statement, params, context, executemany):  # type: ignore[no-untyped-def]
+        events.setdefault(id(conn.connection), []).append(statement)
+
+    @sa.event.listens_for(engine, "commit")
+    def _commit(conn):  # type: ignore[no-untyped-def]
+        events.setdefault(id(conn.connection), []).append("COMMIT")
 
     def start_beat() -> None:
         try:
@@ -72,12 +83,41 @@ def test_beats_migrating_at_once_all_end_at_head(database_url: str) -> None:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(60)
+            thread.join(120)
         assert errors == []
+        assert len(results) == 4
         assert len(set(results)) == 1
         assert check_schema(engine) == results[0]
+        # MySQL/MariaDB: a session lock released before the migration commits lets the next beat
+        # read the old version and run the last migration again ("Duplicate column name").
+        for statements in events.values():
+            for index, statement in enumerate(statements):
+                if "RELEASE_LOCK" in statement:
+                    assert statements[index - 1] == "COMMIT", statements
     finally:
         engine.dispose()
+
+
+def test_a_migration_waits_only_for_its_own_database(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MySQL/MariaDB lock names are server-wide: a migration of one database must not wait for
+    (and, once the wait runs out, fail beside) a migration of another on the same server."""
+    monkeypatch.setattr(database, "_MIGRATION_WAIT_S", 1)
+    with (
+        private_database("mysql", tmp_path_factory) as other_url,
+        private_database("mysql", tmp_path_factory) as url,
+    ):
+        other, engine, second = (create_engine(u) for u in (other_url, url, url))
+        try:
+            with database._migration(other):  # another database's migration, still running
+                assert migrate(engine) == check_schema(engine)
+                with database._migration(engine), pytest.raises(DBeatError) as waited:
+                    migrate(second)  # this database's own migration still running: refused
+            assert str(waited.value).startswith("another process held this database's migration")
+        finally:
+            for each in (engine, other, second):
+                each.dispose()
 
 
 @pytest.mark.parametrize(
