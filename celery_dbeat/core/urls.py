@@ -10,6 +10,11 @@ __all__ = ["CUT_PASSWORD", "cuts_password", "mask_url"]
 #: A query parameter holding a secret (``?password=`` of redis-py, ``sslpassword`` of libpq).
 _SECRET_PARAMETER = re.compile(r"((?:^|[?&])[^=&?]*password=)[^&]*", re.IGNORECASE)
 
+#: In an authority without ``@``, a ``:`` (after a host name or a bracketed IPv6 address) followed
+#: by something other than a port number, up to the path, query or fragment: a password that
+#: lost its ``@host``.
+_NOT_A_PORT = re.compile(r"^((?:\[[^\]/?#]*\]|[^\[\]:/?#,]*):)(?![0-9]*(?:[/?#,]|$))[^/?#]*")
+
 
 def mask_url(url: str | None) -> str:
     """``url`` with any password replaced by ``***``.
@@ -18,7 +23,9 @@ def mask_url(url: str | None) -> str:
     ``/``, ``#``, ``?`` and ``@`` in a password (which URL parsers, SQLAlchemy's included, read
     as the start of a path, fragment, query or host) are hidden with it; an ``@`` further on
     hides more than the password, never less. ``password=`` query parameters are hidden too. A
-    list of URLs separated by ``;`` (Sentinel's, a cluster's) is masked URL by URL.
+    URL whose ``@host`` was left out (``postgresql://user:secret/db``) has its password where a
+    port would be: a "port" that is not a number is hidden. A list of URLs separated by ``;``
+    (Sentinel's, a cluster's) is masked URL by URL.
     """
     if not url:
         return str(url)
@@ -31,6 +38,8 @@ def mask_url(url: str | None) -> str:
     if at != -1 and ":" in rest[:at]:
         user = rest[: rest.index(":")]
         rest = f"{user}:***{rest[at:]}"
+    elif at == -1:
+        rest = _NOT_A_PORT.sub(r"\1***", rest, count=1)
     return scheme + sep + _SECRET_PARAMETER.sub(r"\1***", rest)
 
 

@@ -318,6 +318,14 @@ def test_a_misspelt_key_never_shows_its_value_and_a_bad_url_hides_its_password()
             "redis://:***@h/0?password=***&ssl=1",
             id="query",
         ),
+        pytest.param("postgresql://u:secret/db", "postgresql://u:***/db", id="host-left-out"),
+        pytest.param("redis://:secret?ssl=1", "redis://:***?ssl=1", id="host-left-out-query"),
+        pytest.param("redis://localhost:6379/0", "redis://localhost:6379/0", id="port"),
+        pytest.param("redis://[::1]:6379", "redis://[::1]:6379", id="ipv6-port"),
+        pytest.param("redis://h:/0", "redis://h:/0", id="empty-port"),
+        pytest.param(
+            "postgresql://h1:5432,h2:5433/db", "postgresql://h1:5432,h2:5433/db", id="hosts"
+        ),
         pytest.param("postgresql://beat@db/s", "postgresql://beat@db/s", id="no-password"),
         pytest.param("sqlite:///beat.sqlite3", "sqlite:///beat.sqlite3", id="sqlite"),
         pytest.param("", "", id="empty"),
