@@ -36,6 +36,8 @@ __all__ = [
 logger = get_logger(__name__)
 
 _RETRY_SUBSCRIBE = 30.0
+#: How long a subscription waits for Redis to confirm it.
+_CONFIRM_SUBSCRIBE = 5.0
 #: The PostgreSQL channel: ``LISTEN``/``NOTIFY`` are per database, so one name serves all.
 PG_CHANNEL = "dbeat_changes"
 _DRAIN = 0.01
@@ -123,6 +125,12 @@ class ChangeListener:
         self._pubsub: Any = None
         self._redis = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
 
+    def listen(self) -> bool:
+        """Subscribe, if not yet subscribed, and return whether this listener is. Beat calls it
+        before each tick reads the schedules: a change committed after that read is then
+        delivered to the wait that follows the tick, not lost until the next poll."""
+        return self._subscribed() is not None
+
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; return True if woken by a change."""
         deadline = time.monotonic() + timeout
@@ -164,6 +172,15 @@ class ChangeListener:
                 self.client = _connect(self.url, self.options)
             pubsub = self.client.pubsub()
             pubsub.subscribe(self.channel)
+            # SUBSCRIBE is only sent: its confirmation says Redis now delivers what is
+            # published, so that nothing published after this returns is missed.
+            deadline = time.monotonic() + _CONFIRM_SUBSCRIBE
+            while (remaining := deadline - time.monotonic()) > 0:
+                reply = pubsub.get_message(timeout=remaining)
+                if reply is not None and reply["type"] == "subscribe":
+                    break
+            else:
+                raise TimeoutError(f"no confirmation of SUBSCRIBE within {_CONFIRM_SUBSCRIBE} s")
         except Exception as exc:
             self._lost(exc)
             return None
@@ -226,6 +243,11 @@ class DatabaseListener:
         self._raw: Any = None
         self._closed = False
         self._database = Outage(first=_RETRY_SUBSCRIBE, longest=_RETRY_SUBSCRIBE)
+
+    def listen(self) -> bool:
+        """``LISTEN``, if not yet listening, and return whether this listener is (see
+        :meth:`ChangeListener.listen`)."""
+        return self._listening() is not None
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; return True if woken by a change."""

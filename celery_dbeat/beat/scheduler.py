@@ -231,6 +231,10 @@ class Scheduler(celery_beat.Scheduler):
                 _stop_beat(exc)
             if not self._prepared:
                 return min(_STARTUP_RETRY, float(self.max_interval or _STARTUP_RETRY))
+        if self._listener is not None:
+            # Subscribed before the tick reads the schedules, so that a change committed after
+            # that read wakes the wait below (on the first tick too).
+            self._listener.listen()
         interval = self._ticker.tick()
         if self._listener is None or interval <= 0:
             return interval
