@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
 from .core.errors import (
     CalendarExists,
     CalendarInUse,
@@ -44,8 +45,6 @@ __all__ = [
     "__version__",
     "fire_task_id",
 ]
-
-__version__ = "0.1.0.dev0"
 
 
 def __getattr__(name: str) -> Any:

@@ -33,6 +33,7 @@ from .clock import Clock, SystemClock
 from .config import Settings
 from .core.audit import Action, Actor
 from .core.calendars import PreviewSlot, preview
+from .core.counts import require_count
 from .core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
 from .core.errors import ValidationError
 from .core.fields import FIELDS, Form
@@ -253,13 +254,7 @@ def preview_spec(
     definition = Definition.create(
         name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
     )
-    return definition.timing(start_at or after).preview(after, _count(count))
-
-
-def _count(count: int) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 10_000:
-        raise ValidationError("count", count, "must be a whole number from 1 to 10000")
-    return count
+    return definition.timing(start_at or after).preview(after, require_count(count))
 
 
 class Schedules:
@@ -448,7 +443,7 @@ class Schedules:
         if since is not None:
             require_aware("since", since)
         with self.store.engine.connect() as conn:
-            return audit.entries(conn, name=name, since=since, limit=_count(limit))
+            return audit.entries(conn, name=name, since=since, limit=require_count(limit))
 
     def unhealthy(self, *, now: datetime | None = None) -> builtins.list[ScheduleHealth]:
         """Schedules whose last run failed or that have not succeeded within their expected
@@ -465,7 +460,7 @@ class Schedules:
         the slots its calendar removes among them (``excluded_by``: the calendar's name; at
         most ``count`` of those listed), looking at most at 100,000 slots."""
         require_aware("after", after)
-        count = _count(count)
+        count = require_count(count)
         with self.store.engine.connect() as conn:
             row = schedules.load_schedule(conn, name)
             calendar = None if row.calendar is None else load_calendar(conn, row.calendar)

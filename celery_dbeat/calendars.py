@@ -19,26 +19,41 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+from sqlalchemy.engine import Connection
 
 from .core.audit import Action, Actor
 from .core.calendars import Calendar
+from .core.counts import require_count
 from .core.timing import require_aware
-from .store import audit
+from .store import Store, audit
 from .store import calendars as store
 from .store.audit import Entry
 
-if TYPE_CHECKING:
-    from .api import Schedules
-
 __all__ = ["Calendar", "Calendars"]
+
+
+class Owner(Protocol):
+    """What :class:`Calendars` uses of the :class:`~celery_dbeat.api.Schedules` it belongs to:
+    its store, and how it records a write (who, in which transaction, at what time). Named here
+    so that this module does not import ``celery_dbeat.api``, which imports it."""
+
+    store: Store
+
+    def _actor(self, actor: Actor | str | None, default: Actor | None = None) -> Actor: ...
+
+    def _writing(self) -> AbstractContextManager[Connection]: ...
+
+    def _now(self, conn: Connection) -> datetime: ...
 
 
 class Calendars:
     """Add, edit, list and remove the exclusion calendars of the database of ``api``."""
 
-    def __init__(self, api: Schedules) -> None:
+    def __init__(self, api: Owner) -> None:
         self._api = api
 
     def get(self, name: str) -> Calendar:
@@ -113,11 +128,11 @@ class Calendars:
         ``since`` on, at most ``limit`` (1 to 10000) entries: each create, update and removal,
         who made it, from where, and each field's old and new value (on an update, the dates
         that differ)."""
-        from .api import _count
-
         require_aware("since", since)
         with self._api.store.engine.connect() as conn:
-            return audit.entries(conn, name=name, kind="calendar", since=since, limit=_count(limit))
+            return audit.entries(
+                conn, name=name, kind="calendar", since=since, limit=require_count(limit)
+            )
 
 
 def _listed(entries: Iterable[object] | str) -> builtins.list[object]:

@@ -42,7 +42,7 @@ from typing import Any
 
 from celery.utils.log import get_logger
 
-from .. import __version__
+from .._version import __version__
 from ..core.errors import ConfigurationError
 
 __all__ = ["NO_METRICS", "Metrics", "PrometheusMetrics", "start_metrics_server"]

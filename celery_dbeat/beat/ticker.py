@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from celery.utils.log import get_logger
 
-from .. import __version__
+from .._version import __version__
 from ..clock import Clock, Outage, SharedClock
 from ..config import Settings
 from ..core.calendars import Calendar
