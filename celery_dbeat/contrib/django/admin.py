@@ -36,6 +36,7 @@ from .base import OnScheduleDatabase, ReadOnly, WriteRefused, request_actor
 from .calendars import CalendarAdmin
 from .conf import schedules
 from .display import (
+    OriginFilter,
     RunStatusFilter,
     StateFilter,
     StatusFilter,
@@ -435,6 +436,7 @@ class FireAdmin(ReadOnly):
         "schedule_link",
         "status",
         "manual",
+        "origin",
         "sent",
         "lag",
         "beat",
@@ -446,13 +448,14 @@ class FireAdmin(ReadOnly):
         "worker",
         "errors",
     )
-    list_filter = (StatusFilter, RunStatusFilter, "manual", "slot")
+    list_filter = (StatusFilter, RunStatusFilter, "manual", OriginFilter, "slot")
     search_fields = ("schedule__name", "task_id", "beat", "worker")
     list_select_related = ("schedule",)
     fields = (
         "schedule",
         "slot_utc",
         "manual",
+        "origin",
         "status",
         "slot_count",
         "first",

@@ -17,8 +17,10 @@ from django.utils.safestring import mark_safe
 from ...core.calendars import PreviewSlot
 from ...core.fires import FireStatus, RunStatus
 from ...core.states import OTHERWISE, RULE, STATES
+from ...store.backfill import BACKFILL_ORIGIN
 
 __all__ = [
+    "OriginFilter",
     "RunStatusFilter",
     "StateFilter",
     "StatusFilter",
@@ -123,6 +125,22 @@ class RunStatusFilter(admin.SimpleListFilter):
         return queryset.filter(run_status=self.value()) if self.value() else queryset
 
 
+class OriginFilter(admin.SimpleListFilter):
+    """Who asked for a fire: a backfill (``origin`` ``backfill``, the word ``dbeat history``
+    shows), or ``none``: beat itself, on time or catching up."""
+
+    title = "origin"
+    parameter_name = "origin"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(BACKFILL_ORIGIN, BACKFILL_ORIGIN), ("none", "beat's own")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "none":
+            return queryset.filter(origin__isnull=True)
+        return queryset.filter(origin=self.value()) if self.value() else queryset
+
+
 def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
     """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone; a slot
     its calendar excludes struck through, with the calendar's name."""
@@ -159,13 +177,20 @@ RECENT_FIRES_STYLE = mark_safe(
 )
 
 
+def _asked_by(fire: Any) -> str:
+    if fire.manual:
+        return " (manual)"
+    return f" ({fire.origin})" if fire.origin else ""
+
+
 def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
-    """A table of fires: slot, status, sent at, lag, beat, task id, attempts, then the run:
-    its status, start, run time and worker, and the errors."""
+    """A table of fires: slot (marked manual, or backfill as ``dbeat history`` marks it),
+    status, sent at, lag, beat, task id, attempts, then the run: its status, start, run time
+    and worker, and the errors."""
     more = format_html('<a href="{}">all fires</a>', all_fires_url)
     rows = [
         (
-            format_html("{}{}", instant_of(f, "slot"), " (manual)" if f.manual else ""),
+            format_html("{}{}", instant_of(f, "slot"), _asked_by(f)),
             f.status,
             instant_of(f, "sent_at"),
             show_lag(f.lag),

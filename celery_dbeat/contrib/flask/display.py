@@ -106,9 +106,13 @@ def run_time(fire: Fire) -> timedelta | None:
 
 def fire_outcome(fire: Fire) -> str:
     """The status, with what a row stands for: ``sent (run now)``, ``dropped (3 slots ...)``,
-    ``queued (100 slots ...)``."""
+    and who asked for it as ``dbeat history`` says it: ``sent (backfill)``, ``queued (backfill,
+    100 slots ...)``."""
+    notes = []
     if fire.manual:
-        return f"{fire.status} (run now)"
+        notes.append("run now")
+    if fire.origin:
+        notes.append(fire.origin)
     if fire.slot_count > 1:
-        return f"{fire.status} ({fire.slot_count} slots from {instant(fire.first_slot)})"
-    return fire.status
+        notes.append(f"{fire.slot_count} slots from {instant(fire.first_slot)}")
+    return f"{fire.status} ({', '.join(notes)})" if notes else fire.status

@@ -1,6 +1,6 @@
-"""The fire history view: read-only, newest slot first, with lag and outcome, and what the
-worker hook reported about each run (status, start, run time, worker, error); filtered to one
-schedule by the links of the schedules view."""
+"""The fire history view: read-only, newest slot first, with lag and outcome (a backfill's fires
+say so, as ``dbeat history`` does), and what the worker hook reported about each run (status,
+start, run time, worker, error); filtered to one schedule by the links of the schedules view."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from flask_admin.contrib.sqla import filters as sqla_filters
 from markupsafe import Markup
 
 from ...core.fires import FireStatus, RunStatus
+from ...store.backfill import BACKFILL_ORIGIN
 from ...store.models import Fire, Schedule
 from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge
 from .display import duration, fire_outcome, run_time
@@ -86,7 +87,8 @@ def _errors(view: FireView, context: Any, fire: Fire, name: str) -> str:
 
 
 class FireView(DBeatView):
-    """Read-only fire history, newest slot first; filter by schedule, status or run-now."""
+    """Read-only fire history, newest slot first; filter by schedule, status, run-now or
+    origin."""
 
     can_create = False
     can_edit = False
@@ -112,6 +114,7 @@ class FireView(DBeatView):
         "schedule",
         "slot",
         "manual",
+        "origin",
         "status",
         "slot_count",
         "first_slot",
@@ -164,6 +167,9 @@ class FireView(DBeatView):
             Fire.run_status, "Run", options=[(s.value, s.value) for s in RunStatus]
         ),
         sqla_filters.BooleanEqualFilter(Fire.manual, "Run now"),
+        sqla_filters.FilterEqual(
+            Fire.origin, "Origin", options=[(BACKFILL_ORIGIN, BACKFILL_ORIGIN)]
+        ),
     )
     column_formatters: ClassVar[dict[str, Any]] = {
         "schedule": _schedule,

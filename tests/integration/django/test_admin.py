@@ -6,6 +6,7 @@ Every write must go through celery_dbeat.api.Schedules: validated by ``definitio
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -605,6 +606,26 @@ def test_the_backfill_action_leaves_pruned_slots_unless_resend_is_ticked(
     assert "3 at or before 2024-05-06T08:00:00Z, whose history was pruned" in messages_of(left)[0]
     assert messages_of(resent)[0].startswith("queued 3 fire(s) of 'hourly'")
     assert "3 of them at or before 2024-05-06T08:00:00Z" in messages_of(resent)[0]
+
+
+def test_the_fire_history_marks_a_backfills_fires_as_dbeat_history_does_and_filters_by_it(
+    client: Any, api: Any, clock: FixedClock, site: Any
+) -> None:
+    hourly = api.add(
+        "hourly", "proj.tasks.h", Cron("0 * * * *"), start_at=START - timedelta(hours=12)
+    )
+    insert_fire(site.sqlite_url, hourly.id, START)  # beat's own, on time
+    clock.set(START + timedelta(minutes=1))
+    api.backfill("hourly", START - timedelta(hours=3), START - timedelta(hours=1))  # one run
+
+    page = client.get(f"{FIRES}?schedule__id__exact={hourly.id}").content.decode()
+    backfilled = client.get(f"{FIRES}?origin=backfill").context["cl"].result_list
+    own = client.get(f"{FIRES}?origin=none").context["cl"].result_list
+
+    assert re.findall(r'<td class="field-origin">(.*?)</td>', page) == ["-", "backfill"]
+    assert [(f.slot, f.slot_count) for f in backfilled] == [(START - timedelta(hours=1), 3)]
+    assert [f.slot for f in own] == [START]
+    assert "08:00:00 UTC (backfill)" in text_of(client.get(change_url(hourly.id)))
 
 
 def test_a_bad_backfill_range_is_shown_on_its_field_and_records_nothing(

@@ -115,6 +115,16 @@ def test_the_next_run_is_shown_only_when_the_schedule_will_send_it(
             id="dropped-group",
         ),
         pytest.param(Fire(status="skipped", manual=False, slot_count=1), "skipped", id="one-skip"),
+        pytest.param(
+            Fire(status="sent", manual=False, origin="backfill", slot_count=1),
+            "sent (backfill)",
+            id="backfilled",
+        ),
+        pytest.param(
+            Fire(status="queued", manual=False, origin="backfill", slot_count=3, first_slot=AT),
+            "queued (backfill, 3 slots from 2024-05-06 09:00:00 UTC)",
+            id="backfill-queued-run",
+        ),
     ],
 )
 def test_a_fire_outcome_says_what_the_row_stands_for(fire: Fire, text: str) -> None:

@@ -7,7 +7,7 @@ from datetime import timedelta
 from celery_dbeat import Cron, Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from tests.integration.conftest import START, MakeTicker
+from tests.integration.conftest import START, MakeTicker, run
 from tests.integration.flask.helpers import ON_SQLITE_AND_POSTGRESQL, Browser, rows
 
 
@@ -70,6 +70,31 @@ def test_the_whole_history_names_each_fire_schedule(
         ("other", "skipped (6 slots from 2024-05-06 09:03:00 UTC)"),  # 'latest' sent 09:09
     ]
     assert len(rows(admin.get("/admin/fires/?flt0_run_now_equals=1"))) == 1
+
+
+def test_a_backfills_fires_say_backfill_as_dbeat_history_does_and_filter_by_it(
+    api: Schedules, admin: Browser, clock: FixedClock, make_ticker: MakeTicker
+) -> None:
+    hour = timedelta(hours=1)
+    api.add("hourly", "proj.tasks.hourly", Cron("0 * * * *"), start_at=START - 12 * hour)
+    clock.advance(hour + timedelta(minutes=1))
+    api.backfill("hourly", START - 3 * hour, START - hour)  # three slots, one queued run
+
+    queued = rows(admin.get("/admin/fires/?flt0_schedule_is=hourly"))
+    run(make_ticker(max_interval=1), clock, clock.now())  # the 10:00 slot, then the backfill
+    sent = rows(admin.get("/admin/fires/?flt0_schedule_is=hourly"))
+    backfilled = rows(admin.get("/admin/fires/?flt0_origin_equals=backfill"))
+
+    assert [(row["slot"], row["status"]) for row in queued] == [
+        ("2024-05-06 08:00:00 UTC", "queued (backfill, 3 slots from 2024-05-06 06:00:00 UTC)")
+    ]
+    assert [(row["slot"], row["status"]) for row in sent] == [
+        ("2024-05-06 10:00:00 UTC", "sent"),
+        ("2024-05-06 08:00:00 UTC", "sent (backfill)"),
+        ("2024-05-06 07:00:00 UTC", "sent (backfill)"),
+        ("2024-05-06 06:00:00 UTC", "sent (backfill)"),
+    ]
+    assert [row["slot"] for row in backfilled] == [row["slot"] for row in sent[1:]]
 
 
 def test_the_list_and_the_edit_page_link_to_the_schedule_history(
