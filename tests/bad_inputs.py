@@ -133,6 +133,33 @@ BAD_INPUTS = [
         "options.soft_time_limit",
         "must be below time_limit (60 s)",
     ),
+    # JSON escapes, so that the character reaches every surface as typed: C0, C1 and bidi.
+    *(
+        BadInput(
+            f"options-{key.replace('_', '-')}-with-a-control-character",
+            {"options": f'{{"{key}": "io{escape}x"}}'},
+            f"options.{key}",
+            f"control character {code} ",
+        )
+        for key, escape, code in (
+            ("queue", "\\n", "U+000A"),
+            ("exchange", "\\u001b[2J", "U+001B"),
+            ("routing_key", "\\u0085", "U+0085"),
+            ("shadow", "\\u202e", "U+202E"),
+        )
+    ),
+    BadInput(
+        "options-header-name-with-a-control-character",
+        {"options": '{"headers": {"X-Trace\\r\\nX-Admin": "1"}}'},
+        "options.headers",
+        "the header name contains the control character U+000D",
+    ),
+    BadInput(
+        "options-header-value-with-a-control-character",
+        {"options": '{"headers": {"X-Note": "ok\\u0007"}}'},
+        "options.headers",
+        "the value of header 'X-Note' contains the control character U+0007",
+    ),
     BadInput(
         "name-with-a-control-character",
         {"name": "bad\x1b[31minput"},

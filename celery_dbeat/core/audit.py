@@ -27,6 +27,7 @@ from .calendars import Calendar
 from .errors import ValidationError
 from .fields import FIELDS, Form
 from .formats import iso
+from .text import refuse_control_characters
 
 __all__ = [
     "CALENDAR_ACTIONS",
@@ -91,7 +92,8 @@ CALENDAR_ACTIONS = frozenset(
 
 @dataclass(frozen=True)
 class Actor:
-    """Who edits, and through which surface (a :class:`Surface` value)."""
+    """Who edits, and through which surface (a :class:`Surface` value). The name is non-empty
+    text of at most :data:`MAX_ACTOR` characters without control characters."""
 
     name: str
     surface: str = Surface.API.value
@@ -103,6 +105,7 @@ class Actor:
             raise ValidationError(
                 "actor", self.name, f"is longer than {MAX_ACTOR} characters ({len(self.name)})"
             )
+        refuse_control_characters("actor", self.name)  # `dbeat log` and the admins show it
         try:
             Surface(self.surface)
         except ValueError:

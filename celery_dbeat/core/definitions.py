@@ -6,7 +6,6 @@ Every write path (config sync, the Python API, the CLI, the admin integrations) 
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,6 +18,7 @@ from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar, Spec, SpecFields
+from .text import refuse_control_characters, unprintable
 from .timing import Timing, build_timing
 from .validation import MAX_CATCHUP_LIMIT, dump_json, parse_args, parse_kwargs, parse_options
 
@@ -63,34 +63,12 @@ def create_arguments(row: Any) -> dict[str, Any]:
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 
-#: Characters a name or task may not hold: control characters (C0, DEL, C1: ``\n``, ``\t``,
-#: ``\x1b``...), line and paragraph separators, and the bidirectional overrides and isolates
-#: that make text display in another order than it is stored. Each breaks a log line, a table
-#: or a terminal, or makes two different names look alike.
-_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _unprintable(value: str) -> tuple[int, str] | None:
-    for position, char in enumerate(value):
-        if unicodedata.category(char) in ("Cc", "Zl", "Zp") or char in _BIDI_CONTROLS:
-            return position, char
-    return None
-
-
 def _text(field_name: str, value: Any, limit: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field_name, value, "must be a non-empty string")
     if len(value) > limit:
         raise ValidationError(field_name, value, f"is longer than {limit} characters")
-    found = _unprintable(value)
-    if found is not None:
-        position, char = found
-        raise ValidationError(
-            field_name,
-            value,
-            f"contains the control character U+{ord(char):04X} ({char!r}) at position "
-            f"{position}; remove it",
-        )
+    refuse_control_characters(field_name, value)
     return value
 
 
@@ -130,7 +108,7 @@ def failure_note(failures: int, last_error: str | None) -> str:
     if not last_error or not last_error.strip():
         return head
     line = next(line for line in last_error.splitlines() if line.strip()).strip()
-    line = "".join(" " if _unprintable(c) else c for c in line)
+    line = "".join(" " if unprintable(c) else c for c in line)
     room = MAX_PAUSE_NOTE - len(head) - len("; last: ")
     if len(line) > room:
         line = line[: room - 3] + "..."

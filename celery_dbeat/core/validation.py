@@ -1,4 +1,5 @@
-"""Validation of what a schedule sends: args, kwargs and Celery options, all plain JSON.
+"""Validation of what a schedule sends: args, kwargs and Celery options, all plain JSON; the
+names it is routed by and its headers' names and text values hold no control characters.
 
 Nothing stored is ever unpickled or evaluated; every surface and the beat itself parse through
 these functions, so a row that passes here is a row beat can publish.
@@ -18,6 +19,7 @@ from kombu.serialization import prepare_accept_content
 from kombu.serialization import registry as kombu_serializers  # type: ignore[attr-defined]
 
 from .errors import ValidationError
+from .text import refuse_control_characters
 
 __all__ = [
     "ALLOWED_OPTIONS",
@@ -180,7 +182,7 @@ def _compressions() -> Sequence[str]:
 
 
 def _headers(headers: dict[str, Any]) -> None:
-    for key in headers:
+    for key, value in headers.items():
         if not isinstance(key, str):
             continue  # dump_json refuses it with the message about keys
         if key.lower() in RESERVED_HEADERS or key.lower().startswith("dbeat_"):
@@ -190,6 +192,9 @@ def _headers(headers: dict[str, Any]) -> None:
                 "is a header Celery or celery-dbeat sets itself; a custom header may not be "
                 "named dbeat_* or any of " + ", ".join(sorted(RESERVED_HEADERS)),
             )
+        refuse_control_characters("options.headers", key, "the header name")
+        if isinstance(value, str):
+            refuse_control_characters("options.headers", value, f"the value of header {key!r}")
 
 
 def _time_limits(options: dict[str, Any]) -> None:
@@ -311,6 +316,10 @@ def parse_options(value: Any) -> dict[str, Any]:
             raise ValidationError(
                 f"options.{key}", text, "must not be empty; leave it out to route as the app does"
             )
+    for key in ("queue", "exchange", "routing_key", "shadow"):
+        text = data.get(key)
+        if text is not None:
+            refuse_control_characters(f"options.{key}", text)
     if headers:
         _headers(headers)
     for key, names_of, what in (

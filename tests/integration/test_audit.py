@@ -171,6 +171,26 @@ def test_the_default_actor_is_the_os_user_through_the_api(
     assert _trail(api) == [("create", "deploy", "api", "report")]
 
 
+@pytest.mark.parametrize(
+    "name", [pytest.param("ali\x1b[2Jce", id="escape"), pytest.param("bob\n", id="newline")]
+)
+def test_an_actor_with_a_control_character_is_refused_and_nothing_is_written(
+    api: Schedules, name: str
+) -> None:
+    api.add("report", "t.report", Every(60))
+    before = _trail(api)
+
+    with pytest.raises(ValidationError) as caught:
+        api.pause("report", actor=name)
+    with pytest.raises(ValidationError):
+        Schedules(api.store, actor=name)
+
+    assert caught.value.field == "actor"
+    assert str(caught.value).startswith(f"actor={name!r}: contains the control character U+00")
+    assert api.get("report").enabled
+    assert _trail(api) == before
+
+
 def test_old_entries_are_pruned_by_age_and_since_limit_select(
     api: Schedules, clock: FixedClock
 ) -> None:

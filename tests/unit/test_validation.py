@@ -258,6 +258,41 @@ def test_a_refused_header_is_named_in_the_message() -> None:
     assert str(caught.value).startswith("options.headers='root_id': ")
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        pytest.param(
+            {"queue": "io\n"},
+            "options.queue='io\\n': contains the control character U+000A ('\\n') at "
+            "position 2; remove it",
+            id="queue",
+        ),
+        pytest.param(
+            {"headers": {"X-Trace\x1b[2J": "1"}},
+            "options.headers='X-Trace\\x1b[2J': the header name contains the control "
+            "character U+001B ('\\x1b') at position 7; remove it",
+            id="header-name",
+        ),
+        pytest.param(
+            {"headers": {"X-Note": "\u202eok"}},
+            "options.headers='\\u202eok': the value of header 'X-Note' contains the control "
+            "character U+202E ('\\u202e') at position 0; remove it",
+            id="header-value",
+        ),
+    ],
+)
+def test_a_control_character_in_an_option_is_refused_showing_the_value_escaped(
+    value: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_options(value)
+    assert str(caught.value) == message
+
+
+def test_only_header_values_that_are_text_are_checked_for_control_characters() -> None:
+    assert parse_options({"headers": {"X-Count": 3, "X-Tags": ["a\nb"]}})["headers"]["X-Count"] == 3
+
+
 def test_beat_s_own_headers_are_reserved() -> None:
     """Beat sets these on every fire; a schedule must not replace them."""
     assert {"celery_beat_task", "id", "task", "eta"} <= RESERVED_HEADERS

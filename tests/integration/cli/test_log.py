@@ -46,6 +46,19 @@ def test_an_empty_actor_is_refused_and_nothing_is_written(cli: Cli) -> None:
     assert cli.ok("log") == "no audit entries\n"
 
 
+def test_an_actor_with_a_control_character_is_refused_escaped_and_nothing_is_written(
+    cli: Cli,
+) -> None:
+    line = cli.fails("add", "r", "proj.tasks.r", "--every", "1m", "--actor", "ali\x1b[2Jce", code=1)
+
+    assert line == (
+        "Error: actor='ali\\x1b[2Jce': contains the control character U+001B ('\\x1b') at "
+        "position 3; remove it"
+    )
+    assert cli.ok("log") == "no audit entries\n"
+    assert cli.ok("list", "--json") == "[]\n"
+
+
 def test_calendar_commands_are_recorded_as_actor_and_log_calendar_shows_them(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
