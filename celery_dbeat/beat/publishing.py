@@ -193,7 +193,9 @@ class Publishing:
         if not sent:
             return
         self.metrics.fires("sent", len(sent))
-        self.store.mark_sent(sent, self.clock.now(), self.settings.instance_name)
+        set_aside = self.store.mark_sent(sent, self.clock.now(), self.settings.instance_name)
+        for _ in set_aside:
+            self.metrics.error("schedule")
         sent.clear()
 
     def _measure(self, published: int, took: float) -> None:
@@ -225,12 +227,14 @@ class Publishing:
                 retry_in.total_seconds(),
                 exc,
             )
-        self.store.mark_publish_failed(
+        set_aside = self.store.mark_publish_failed(
             request.task_id,
             f"{type(exc).__name__}: {exc}",
             self.clock.now() + retry_in,
             give_up=give_up,
         )
+        for _ in set_aside:
+            self.metrics.error("schedule")
 
 
 def log_fire(

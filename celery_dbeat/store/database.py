@@ -314,13 +314,15 @@ class Store:
     def forget_beat(self, name: str) -> None:
         beats.forget_beat(self.engine, name)
 
-    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> None:
-        fires.mark_sent(self.engine, task_ids, now, beat)
+    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> list[str]:
+        """:func:`.fires.mark_sent`; the names of the schedules set aside."""
+        return fires.mark_sent(self.engine, task_ids, now, beat)
 
     def mark_publish_failed(
         self, task_id: str, error: str, retry_at: datetime, *, give_up: bool
-    ) -> None:
-        fires.mark_publish_failed(self.engine, task_id, error, retry_at, give_up=give_up)
+    ) -> list[str]:
+        """:func:`.fires.mark_publish_failed`; the names of the schedules set aside."""
+        return fires.mark_publish_failed(self.engine, task_id, error, retry_at, give_up=give_up)
 
     def claim_stale_pending(
         self, now: datetime, lease_until: datetime, limit: int

@@ -33,7 +33,8 @@ from ..core.fires import (
     encode_slots,
 )
 from .clock import DatabaseClock
-from .failures import driver_message, is_refusal
+from .failures import driver_message
+from .isolation import isolated, set_schedule_aside
 from .models import F, S
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
 from .schedules import ensure_uid
@@ -181,22 +182,15 @@ class DueBatch:
     def _record_isolating(
         self, transitions: list[Transition], lease_until: datetime
     ) -> list[PublishRequest]:
-        if not transitions:
-            return []
-        try:
-            with self._conn.begin_nested():
-                applied, requests = self._record(transitions, lease_until)
-        except sa.exc.StatementError as exc:
-            if not is_refusal(exc):
-                raise
-            if len(transitions) > 1:
-                half = len(transitions) // 2
-                return self._record_isolating(
-                    transitions[:half], lease_until
-                ) + self._record_isolating(transitions[half:], lease_until)
-            self._set_aside_refused(transitions[0], exc)
-            return []
-        self.applied += applied
+        recorded, refused = isolated(
+            self._conn, transitions, lambda part: self._record(part, lease_until)
+        )
+        requests: list[PublishRequest] = []
+        for applied, published in recorded:
+            self.applied += applied
+            requests += published
+        for transition, exc in refused:
+            self._set_aside_refused(transition, exc)
         return requests
 
     def _set_aside_refused(self, transition: Transition, exc: sa.exc.StatementError) -> None:
@@ -205,23 +199,10 @@ class DueBatch:
             f"the database refused to record its fires ({driver_message(exc)}); correct the"
             " schedule and give its timing again ('celery dbeat update'), or remove it"
         )
-        try:
-            with self._conn.begin_nested():
-                self._conn.execute(
-                    sa.update(S)
-                    .where(S.c.id == row.id, S.c.version == row.version)
-                    .values(next_run_at=None, due_at=None, last_error=error)
-                )
-        except sa.exc.StatementError as again:
-            if not is_refusal(again):
-                raise
-            # Not even the error can be written: leave the row as it is (it is tried again on
-            # the next tick) rather than stop the others.
-            logger.error(
-                "dbeat: schedule %r cannot be set aside: %s", row.name, driver_message(again)
-            )
-            return
-        self.applied.append(Transition(row, next_run_at=None, error=error))
+        # Not even the error can be written: the row is left as it is (it is tried again on
+        # the next tick) rather than stop the others.
+        if set_schedule_aside(self._conn, row.id, error, version=row.version, name=row.name):
+            self.applied.append(Transition(row, next_run_at=None, error=error))
 
     def _record(
         self, transitions: Sequence[Transition], lease_until: datetime

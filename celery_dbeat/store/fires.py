@@ -9,13 +9,16 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FireStatus, PublishRequest, fire_task_id
 from .clock import DatabaseClock
 from .due import skips_locked
+from .failures import driver_message
+from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
-from .reading import chunked
+from .reading import chunked, read_rows
 from .schedules import ensure_uid, load_schedule
 
 __all__ = [
@@ -26,7 +29,11 @@ __all__ = [
     "mark_publish_failed",
     "mark_sent",
     "record_manual_fire",
+    "set_refused_fire_aside",
+    "set_unreadable_fires_aside",
 ]
+
+logger = get_logger(__name__)
 
 #: What a recorded fire needs to be published: its row joined with its schedule's payload.
 PUBLISH_COLUMNS = [
@@ -45,30 +52,89 @@ PUBLISH_COLUMNS = [
 ]
 
 
-def mark_sent(engine: Engine, task_ids: Sequence[str], now: datetime, beat: str) -> None:
+def mark_sent(engine: Engine, task_ids: Sequence[str], now: datetime, beat: str) -> list[str]:
+    """Mark the fires ``task_ids`` sent by ``beat``. A fire the database refuses to mark (a
+    constraint, a site rule) costs its schedule, not the others: it is recorded ``failed``,
+    saying that it reached the broker, so no beat takes it over and publishes it again, and its
+    schedule is set aside with the error. Returns the names of the schedules set aside."""
     if not task_ids:
-        return
-    with engine.begin() as conn:
-        for chunk in chunked(task_ids):
+        return []
+
+    def mark(ids: Sequence[str]) -> None:
+        for chunk in chunked(ids):
             conn.execute(
                 sa.update(F)
                 .where(F.c.task_id.in_(chunk), F.c.status == FireStatus.PENDING.value)
                 .values(status=FireStatus.SENT.value, sent_at=now, beat=beat, error=None)
             )
 
+    with engine.begin() as conn:
+        _, refused = isolated(conn, list(task_ids), mark)
+        names = [
+            set_refused_fire_aside(conn, task_id, "mark it sent", exc, sent=True)
+            for task_id, exc in refused
+        ]
+    return [name for name in names if name is not None]
+
 
 def mark_publish_failed(
     engine: Engine, task_id: str, error: str, retry_at: datetime, *, give_up: bool
-) -> None:
-    values: dict[str, Any] = {"error": error[:2000], "lease_until": retry_at}
+) -> list[str]:
+    """Record a failed publish of fire ``task_id`` (to be tried again at ``retry_at``, or, with
+    ``give_up``, no more). A refused write sets its schedule aside, as :func:`mark_sent`'s does;
+    returns the names of the schedules set aside."""
+    values: dict[str, Any] = {"error": storable(error, 2000), "lease_until": retry_at}
     if give_up:
         values["status"] = FireStatus.FAILED.value
-    with engine.begin() as conn:
+
+    def mark(ids: Sequence[str]) -> None:
         conn.execute(
             sa.update(F)
-            .where(F.c.task_id == task_id, F.c.status == FireStatus.PENDING.value)
+            .where(F.c.task_id.in_(ids), F.c.status == FireStatus.PENDING.value)
             .values(attempts=F.c.attempts + 1, **values)
         )
+
+    with engine.begin() as conn:
+        _, refused = isolated(conn, [task_id], mark)
+        names = [
+            set_refused_fire_aside(conn, task_id, "record its failed publish", exc, keep_fire=True)
+            for _, exc in refused
+        ]
+    return [name for name in names if name is not None]
+
+
+def set_refused_fire_aside(
+    conn: Connection,
+    fire: str | int,
+    what: str,
+    exc: sa.exc.StatementError,
+    *,
+    sent: bool = False,
+    keep_fire: bool = False,
+) -> str | None:
+    """Set aside the fire ``fire`` (a task id or a row id) whose write ``what`` the database
+    refused, and its schedule. The fire is recorded ``failed`` with the error (unless
+    ``keep_fire``), so that no beat takes it up again: if it was ``sent``, it must not be
+    published twice; if not, it is recorded with the reason it was not. Returns the schedule's
+    name (``None``: the fire is gone)."""
+    row = conn.execute(
+        sa.select(F.c.id, F.c.schedule_id, S.c.name)
+        .join(S, S.c.id == F.c.schedule_id)
+        .where(F.c.task_id == fire if isinstance(fire, str) else F.c.id == fire)
+    ).first()
+    if row is None:
+        return None
+    why = driver_message(exc)
+    if not keep_fire:
+        done = "sent to the broker, but" if sent else "not sent:"
+        set_fire_aside(conn, row.id, f"{done} the database refused to {what}: {why}")
+    error = (
+        f"the database refused to {what} for fire {fire} ({why}); correct the schedule"
+        " and give its timing again ('celery dbeat update'), or remove it"
+    )
+    set_schedule_aside(conn, row.schedule_id, error, name=row.name)
+    logger.error("dbeat: schedule %r set aside: %s", row.name, error)
+    return str(row.name)
 
 
 def claim_stale_pending(
@@ -80,7 +146,6 @@ def claim_stale_pending(
     moved onto the database clock (:mod:`.clock`) before they are compared with
     leases other beats wrote.
     """
-    claimed: list[PublishRequest] = []
     with engine.begin() as conn:
         now, lease_until = clock.moved(conn, now, lease_until)
         query = (
@@ -92,19 +157,38 @@ def claim_stale_pending(
         )
         if skips_locked(engine):
             query = query.with_for_update(of=F, skip_locked=True)
-        for r in conn.execute(query).all():
-            result = conn.execute(
-                sa.update(F)
-                .where(
-                    F.c.id == r.id,
-                    F.c.status == FireStatus.PENDING.value,
-                    F.c.lease_until == r.lease_until,
+        rows = set_unreadable_fires_aside(conn, query)
+
+        def take(part: Sequence[Row[Any]]) -> list[PublishRequest]:
+            taken = []
+            for r in part:
+                result = conn.execute(
+                    sa.update(F)
+                    .where(
+                        F.c.id == r.id,
+                        F.c.status == FireStatus.PENDING.value,
+                        F.c.lease_until == r.lease_until,
+                    )
+                    .values(lease_until=lease_until)
                 )
-                .values(lease_until=lease_until)
-            )
-            if result.rowcount == 1:
-                claimed.append(PublishRequest.from_row(r, lease_until))
-    return claimed
+                if result.rowcount == 1:
+                    taken.append(PublishRequest.from_row(r, lease_until))
+            return taken
+
+        claimed, refused = isolated(conn, rows, take)
+        for r, exc in refused:
+            set_refused_fire_aside(conn, r.id, "take it over", exc)
+    return [request for part in claimed for request in part]
+
+
+def set_unreadable_fires_aside(conn: Connection, query: sa.Select[Any]) -> list[Row[Any]]:
+    """The rows of ``query`` (fires joined with their schedules); a fire that holds a value the
+    driver cannot read is recorded ``failed`` with what cannot be read, and left out."""
+    rows, problems = read_rows(conn, query, key=F.c.id)
+    for fire_id, problem in problems.items():
+        logger.error("dbeat: recorded fire %d set aside: %s", fire_id, problem)
+        set_fire_aside(conn, fire_id, problem)
+    return [r for r in rows if r.id not in problems]
 
 
 def extend_leases(

@@ -32,7 +32,8 @@ from ..core.fires import (
 )
 from .clock import DatabaseClock
 from .due import skips_locked
-from .fires import PUBLISH_COLUMNS
+from .fires import PUBLISH_COLUMNS, set_refused_fire_aside, set_unreadable_fires_aside
+from .isolation import isolated
 from .models import F, S
 from .reading import chunked
 
@@ -105,52 +106,66 @@ def claim_queued(
         now, lease_until = clock.moved(conn, now, lease_until)
         rows = _queued_rows(conn, engine, now, limit)
         taken, runs = _take(rows, limit, now)
-        counts = [0] * len(rows)
-        for i, _ in taken:
-            counts[i] += 1
-        new = [(rows[i], slot) for i, slot in taken if slot != rows[i].slot]
-        already = _recorded(conn, ((r.schedule_id, slot) for r, slot in new))
-        whole = [r.id for r, k in zip(rows, counts, strict=True) if k and r.slots is None]
-        for chunk in chunked(whole):
+        slots: dict[int, list[datetime]] = {}
+        for i, slot in taken:
+            slots.setdefault(i, []).append(slot)
+
+        def lease(indices: Sequence[int]) -> list[PublishRequest]:
+            return _lease(conn, [(rows[i], slots[i], runs[i]) for i in indices], lease_until, beat)
+
+        leased, refused = isolated(conn, sorted(slots), lease)
+        for i, exc in refused:
+            set_refused_fire_aside(conn, rows[i].id, "lease its queued slots", exc)
+    return [request for part in leased for request in part]
+
+
+def _lease(
+    conn: Connection,
+    taken: Sequence[tuple[Row[Any], list[datetime], list[datetime]]],
+    lease_until: datetime,
+    beat: str,
+) -> list[PublishRequest]:
+    """Lease to ``beat`` the slots taken from each queued row (``(row, slots taken, the row's
+    slots)``): a row taken whole becomes a PENDING fire, a run gives up its oldest slots, each
+    becoming a PENDING fire of its own. Returns the fires to publish (a slot some beat already
+    recorded is left out)."""
+    new = [(r, slot) for r, chosen, _ in taken for slot in chosen if slot != r.slot]
+    already = _recorded(conn, ((r.schedule_id, slot) for r, slot in new))
+    whole = [r.id for r, _, _ in taken if r.slots is None]
+    for chunk in chunked(whole):
+        conn.execute(
+            sa.update(F)
+            .where(F.c.id.in_(chunk), _QUEUED)
+            .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
+        )
+    for r, chosen, run in taken:
+        if r.slots is not None:
             conn.execute(
                 sa.update(F)
-                .where(F.c.id.in_(chunk), _QUEUED)
-                .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
+                .where(F.c.id == r.id)
+                .values(**_rest(r, run[len(chosen) :], lease_until, beat))
             )
-        for i, (r, k) in enumerate(zip(rows, counts, strict=True)):
-            if k and r.slots is not None:
-                conn.execute(
-                    sa.update(F)
-                    .where(F.c.id == r.id)
-                    .values(**_rest(r, runs[i][k:], lease_until, beat))
-                )
-        inserts = [
-            _fire(r, slot, lease_until, beat)
-            for r, slot in new
-            if (r.schedule_id, slot) not in already
-        ]
-        if inserts:
-            conn.execute(sa.insert(F), inserts)
-    requests = []
-    for i, slot in taken:
-        r = rows[i]
-        if slot != r.slot and (r.schedule_id, slot) in already:
-            continue
-        task_id = r.task_id or fire_task_id(r.uid, slot)
-        requests.append(
-            PublishRequest(
-                task_id,
-                r.schedule_id,
-                r.name,
-                slot,
-                r.task,
-                r.args,
-                r.kwargs,
-                r.options,
-                lease_until=lease_until,
-            )
+    inserts = [
+        _fire(r, slot, lease_until, beat) for r, slot in new if (r.schedule_id, slot) not in already
+    ]
+    if inserts:
+        conn.execute(sa.insert(F), inserts)
+    return [
+        PublishRequest(
+            r.task_id or fire_task_id(r.uid, slot),
+            r.schedule_id,
+            r.name,
+            slot,
+            r.task,
+            r.args,
+            r.kwargs,
+            r.options,
+            lease_until=lease_until,
         )
-    return requests
+        for r, chosen, _ in taken
+        for slot in chosen
+        if slot == r.slot or (r.schedule_id, slot) not in already
+    ]
 
 
 def _queued_rows(conn: Connection, engine: Engine, now: datetime, limit: int) -> list[Any]:
@@ -165,10 +180,12 @@ def _queued_rows(conn: Connection, engine: Engine, now: datetime, limit: int) ->
     if skips_locked(engine):
         query = query.with_for_update(of=F, skip_locked=True)
     first = min(limit, _FIRST_ROWS)
-    rows = list(conn.execute(query.limit(first)))
+    rows = set_unreadable_fires_aside(conn, query.limit(first))
     if len(rows) == first and sum(r.slot_count for r in rows) < limit:
         held = [r.id for r in rows]
-        rows += conn.execute(query.where(F.c.id.not_in(held)).limit(limit - first))
+        rows += set_unreadable_fires_aside(
+            conn, query.where(F.c.id.not_in(held)).limit(limit - first)
+        )
     return rows
 
 

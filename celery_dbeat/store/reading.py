@@ -188,7 +188,7 @@ def _read(
     bad: dict[str, str] = {}
     for column in columns:
         try:
-            conn.execute(sa.select(column).where(key == row_id)).all()
+            conn.execute(query.with_only_columns(column).where(key == row_id)).all()
         except UNREADABLE as exc:
             bad[column.name] = _reason(conn, column, key == row_id, exc)
             error = exc

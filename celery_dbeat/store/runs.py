@@ -21,12 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..core.overlap import OverlapPolicy, RunState
 from .database import Store
-from .fires import PUBLISH_COLUMNS
+from .fires import PUBLISH_COLUMNS, set_refused_fire_aside, set_unreadable_fires_aside
+from .isolation import isolated, storable
 from .models import F, S
 from .outcomes import FailurePause, count_outcomes, lock_outcomes
 from .pruning import FIRE_COLUMNS, delete_in_batches, forget_fires
@@ -72,15 +73,6 @@ class RejectedRun:
     error: BaseException
 
 
-def _storable(text: str | None, limit: int) -> str | None:
-    """``text`` as every backend can store it, the same on each: PostgreSQL refuses NUL in text,
-    and no driver encodes a lone surrogate (an undecodable file name in an ``OSError``)."""
-    if text is None:
-        return None
-    text = text.replace("\x00", "").encode("utf-8", "backslashreplace").decode("utf-8")
-    return text[:limit]
-
-
 def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
     """One update per task id: its first start, its latest status, and its end if it ended."""
     runs: dict[str, dict[str, Any]] = {}
@@ -97,11 +89,11 @@ def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
             },
         )
         run["t_status"] = event.status.value
-        run["t_worker"] = _storable(event.worker, 255) or run["t_worker"]
+        run["t_worker"] = storable(event.worker, 255) or run["t_worker"]
         if event.status is RunStatus.STARTED and run["t_started"] is None:
             run["t_started"] = event.at
         if event.error is not None:
-            run["t_error"] = _storable(event.error, 2000)
+            run["t_error"] = storable(event.error, 2000)
         if event.status.value in FINAL_RUN_STATUSES:
             run["t_finished"] = event.at
             # MySQL refuses NaN and infinities; PostgreSQL and SQLite would keep them.
@@ -260,23 +252,31 @@ def release_buffered(
         .order_by(F.c.slot)
         .limit(limit)
     )
-    released: list[PublishRequest] = []
     with store.engine.begin() as conn:
         # Leases are compared on the database's clock; ``now`` stays this beat's, as the
         # runs it is compared with were timed by beats and workers.
         _, lease_until = store.clock.moved(conn, now, lease_until)
-        for r in conn.execute(query).all():
-            limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
-            if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:
-                continue
-            done = conn.execute(
-                sa.update(F)
-                .where(F.c.id == r.id, F.c.status == FireStatus.BUFFERED.value)
-                .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
-            )
-            if done.rowcount == 1:
-                released.append(PublishRequest.from_row(r, lease_until))
-    return released
+
+        def release(part: Sequence[Row[Any]]) -> list[PublishRequest]:
+            released = []
+            for r in part:
+                limit_of_run = _max_run_time(r.max_run_time, default_max_run_time)
+                if _state(conn, r.schedule_id, now, limit_of_run, exclude=r.id).running:
+                    continue
+                done = conn.execute(
+                    sa.update(F)
+                    .where(F.c.id == r.id, F.c.status == FireStatus.BUFFERED.value)
+                    .values(status=FireStatus.PENDING.value, lease_until=lease_until, beat=beat)
+                )
+                if done.rowcount == 1:
+                    released.append(PublishRequest.from_row(r, lease_until))
+            return released
+
+        rows = set_unreadable_fires_aside(conn, query)
+        released, refused = isolated(conn, rows, release)
+        for r, exc in refused:
+            set_refused_fire_aside(conn, r.id, "release it", exc)
+    return [request for part in released for request in part]
 
 
 def prune_history(

@@ -132,6 +132,10 @@ _REFUSE_UPDATES = {
 }
 
 
+# SQLite reports a trigger's RAISE as a constraint failed: one schedule's refusal (below), not the
+# tick's. PostgreSQL's RAISE EXCEPTION and MySQL's SIGNAL '45000' are neither a constraint nor a
+# value refused.
+@pytest.mark.parametrize("database_url", ["postgresql", "mysql"], indirect=True)
 def test_a_tick_the_database_refuses_is_reported_as_refused_never_as_unreachable(
     api: Schedules,
     tables: Tables,
@@ -140,8 +144,7 @@ def test_a_tick_the_database_refuses_is_reported_as_refused_never_as_unreachable
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     api.add("a", "t.a", Every(1))
-    dialect = tables.store.engine.dialect.name
-    for statement in _REFUSE_UPDATES["mysql" if dialect == "mariadb" else dialect]:
+    for statement in _statements(_REFUSE_UPDATES, tables):
         tables.execute(statement)
     ticker = make_ticker()
     caplog.set_level(logging.INFO, logger="celery_dbeat")
@@ -159,6 +162,117 @@ def test_a_tick_the_database_refuses_is_reported_as_refused_never_as_unreachable
     assert not [m for m in messages if "unreachable" in m]
     assert len(messages) < 4  # once when it begins, not once a tick
     assert all(s > 0 for s in sleeps)  # backs off instead of spinning
+
+
+def _statements(by_dialect: dict[str, list[str]], tables: Tables, **values: object) -> list[str]:
+    dialect = tables.store.engine.dialect.name
+    return [s.format(**values) for s in by_dialect["mysql" if dialect == "mariadb" else dialect]]
+
+
+#: A trigger that refuses, as a constraint would, to mark the fires of one schedule sent.
+_REFUSE_SENT = {
+    "postgresql": [
+        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
+        " RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'refused for victim';"
+        " END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires FOR EACH ROW"
+        " WHEN (NEW.status = 'sent' AND OLD.schedule_id = {victim})"
+        " EXECUTE FUNCTION dbeat_test_refuse()",
+    ],
+    "mysql": [
+        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires FOR EACH ROW"
+        " BEGIN IF NEW.status = 'sent' AND OLD.schedule_id = {victim} THEN"
+        " SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'refused for victim';"
+        " END IF; END",
+    ],
+    "sqlite": [
+        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires"
+        " WHEN NEW.status = 'sent' AND OLD.schedule_id = {victim}"
+        " BEGIN SELECT RAISE(ABORT, 'refused for victim'); END",
+    ],
+}
+
+
+def test_a_fire_the_database_refuses_to_mark_sent_costs_its_schedule_and_is_never_sent_again(
+    api: Schedules,
+    tables: Tables,
+    make_ticker: MakeTicker,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, the refusal failed the whole batch's marking: the tick was refused, and every
+    fire of the batch, the other schedules' too, was taken over and published again."""
+    for name in ("a", "victim", "c"):
+        api.add(name, f"t.{name}", Every(60))
+    for statement in _statements(_REFUSE_SENT, tables, victim=tables.row("victim").id):
+        tables.execute(statement)
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+
+    run(make_ticker(), clock, START + 5 * MINUTE)
+
+    assert len(publisher.task_ids) == len(set(publisher.task_ids))  # nothing sent twice
+    for name in ("a", "c"):
+        assert {(name, START + n * MINUTE) for n in range(1, 6)} <= set(publisher.fires)
+    assert [f for f in publisher.fires if f[0] == "victim"] == [("victim", START + MINUTE)]
+    victim = api.get("victim")
+    assert victim.state == "error"
+    assert victim.last_error is not None
+    assert "refused to mark it sent" in victim.last_error
+    assert api.counts()["error"] == 1
+    (fire,) = tables.fires("victim")
+    assert fire.status == "failed"
+    assert fire.error.startswith("sent to the broker, but the database refused to mark it sent")
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors
+    assert all("victim" in m for m in errors), errors
+    assert not [m for m in errors if "unreachable" in m or "this tick's work" in m]
+
+
+#: A recorded fire whose lease holds what the driver cannot read, as a hand edit could leave it.
+_UNREADABLE_LEASE = {
+    "postgresql": "UPDATE dbeat_fires SET status = 'pending', lease_until = '-infinity'"
+    " WHERE id = {fire}",
+    # sorts before every instant, as '-infinity' does: due to be taken over
+    "sqlite": "UPDATE dbeat_fires SET status = 'pending', lease_until = '0000-not-a-time'"
+    " WHERE id = {fire}",
+}
+
+
+@pytest.mark.parametrize("database_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_recorded_fire_that_cannot_be_read_is_set_aside_and_the_others_fire(
+    api: Schedules,
+    tables: Tables,
+    make_ticker: MakeTicker,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, taking over unpublished fires failed on that row on every tick, and nothing
+    fired at all."""
+    api.add("a", "t.a", Every(60))
+    api.add("b", "t.b", Every(60))
+    ticker = make_ticker()
+    run(ticker, clock, START + MINUTE)
+    (bad,) = tables.fires("a")
+    dialect = tables.store.engine.dialect.name
+    tables.execute(_UNREADABLE_LEASE[dialect].format(fire=bad.id))
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+    publisher.clear()
+
+    run(ticker, clock, START + 4 * MINUTE)
+
+    for name in ("a", "b"):
+        assert {(name, START + n * MINUTE) for n in (2, 3, 4)} <= set(publisher.fires)
+    assert ("a", START + MINUTE) not in publisher.fires  # sent once already; not again
+    with tables.store.engine.connect() as conn:
+        status, error = conn.execute(sa.select(F.c.status, F.c.error).where(F.c.id == bad.id)).one()
+    assert status == "failed"
+    assert "lease_until" in error
+    assert "cannot be read" in error
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "set aside" in errors[0]
 
 
 def test_rights_taken_from_a_running_beat_are_said_once_then_once_a_minute_then_when_given_back(
