@@ -12,7 +12,9 @@ Every write validates with the same code as ``beat_schedule`` sync and raises
 :class:`~celery_dbeat.core.errors.ValidationError` (naming the field and the value),
 :class:`~celery_dbeat.core.errors.ScheduleNotFound`,
 :class:`~celery_dbeat.core.errors.ScheduleExists` or, when another writer changed the schedule
-meanwhile, :class:`~celery_dbeat.core.errors.ScheduleChanged` (retry).
+meanwhile, :class:`~celery_dbeat.core.errors.ScheduleChanged` (retry). A write that sets a task
+the Celery app does not register (when the API knows the app: :meth:`Schedules.from_app`) is
+stored, and logs the warning every surface gives (:mod:`celery_dbeat.task_names`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ import builtins
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from .beat.notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
@@ -51,6 +55,7 @@ from .store.audit import Entry
 from .store.backfill import BackfillReport
 from .store.calendars import load_calendar
 from .store.health import unhealthy_candidates
+from .task_names import unknown_task_warning, unknown_tasks
 
 __all__ = [
     "UNHEALTHY_REASONS",
@@ -67,7 +72,13 @@ __all__ = [
     "preview_spec",
 ]
 
+logger = get_logger(__name__)
+
 _UNSET: Any = object()
+
+#: Set while a surface that tells its user about unknown task names itself writes
+#: (:meth:`Schedules.quiet_about_unknown_tasks`), so that it is said once.
+_TOLD_BY_CALLER: ContextVar[bool] = ContextVar("dbeat_unknown_tasks_told", default=False)
 
 #: A beat is live while its heartbeat is younger than three of its ticks at the longest (beat
 #: writes it every ``dbeat_max_interval``, 5 s by default).
@@ -272,6 +283,7 @@ class Schedules:
         live_within: timedelta = LIVE_WITHIN,
         accept_content: Collection[str] | None = None,
         actor: Actor | str | None = None,
+        app: Any = None,
     ) -> None:
         """``notify``: a Redis URL or client; after each write, running beats are woken through
         it (give the beats' ``dbeat_redis_url``, ``dbeat_redis_key_prefix`` and
@@ -282,7 +294,10 @@ class Schedules:
         Celery's default, ``["json"]``: a schedule's ``serializer`` must be among them.
         ``actor``: who the writes are recorded as in the audit trail (:meth:`audit`), unless a
         write names its own: an :class:`Actor` (a name and a surface), or a name (surface
-        ``api``); default, this process's OS user through the ``api``."""
+        ``api``); default, this process's OS user through the ``api``. ``app``: the Celery app
+        whose registered task names a write checks (its task modules imported first, once, as a
+        worker does): a task it does not register is stored all the same, with a warning logged
+        (``celery_dbeat.api``); :meth:`from_app` gives it."""
         if isinstance(target, Store):
             self.store, self._owns = target, False
         else:
@@ -291,6 +306,7 @@ class Schedules:
         self.live_within = live_within
         self.actor = self._actor(actor, Actor(audit.os_user()))
         self.accept_content = None if accept_content is None else tuple(accept_content)
+        self.app = app
         self.notifier: ChangeNotifier | DatabaseNotifier | None = None
         if notify is not None:
             self.notifier = ChangeNotifier(notify, prefix=redis_key_prefix, options=redis_options)
@@ -310,6 +326,7 @@ class Schedules:
             redis_options=settings.redis_options,
             live_within=3 * settings.max_interval,
             accept_content=app.conf.accept_content,
+            app=app,
         )
         api._owns = True
         return api
@@ -334,6 +351,26 @@ class Schedules:
         if actor is None:
             return default
         return actor if isinstance(actor, Actor) else Actor(actor, default.surface)
+
+    @contextmanager
+    def quiet_about_unknown_tasks(self) -> Iterator[None]:
+        """Within it, in this thread, writes log nothing about a task the app does not register:
+        for a surface that tells its user itself (the CLI's ``warning:`` line and reports, an
+        admin's message), so that each surface says it once."""
+        token = _TOLD_BY_CALLER.set(True)
+        try:
+            yield
+        finally:
+            _TOLD_BY_CALLER.reset(token)
+
+    def _warn_unknown_tasks(self, definitions: Iterable[Definition]) -> None:
+        """Log the warning about the tasks of ``definitions`` that :attr:`app` does not register
+        (nothing without an app, or inside :meth:`quiet_about_unknown_tasks`)."""
+        if self.app is None or _TOLD_BY_CALLER.get():
+            return
+        unknown = unknown_tasks(self.app, definitions)
+        if unknown:
+            logger.warning("dbeat: %s", unknown_task_warning(unknown.values(), self.app.main))
 
     def _now(self, conn: Connection) -> datetime:
         """When a write happens. This host's clock (a :class:`SystemClock`) gives way to the
@@ -565,6 +602,8 @@ class Schedules:
                 row = schedules.load_schedule(conn, name)
                 definition = self.check(_edited(row, changes))
                 schedules.update_schedule(conn, name, definition, now, row=row)
+        if "task" in changes:
+            self._warn_unknown_tasks([definition])
         return self.get(changes.get("name", name))
 
     def update_many(
@@ -593,7 +632,8 @@ class Schedules:
             count = schedules.update_schedules(conn, updates, now)
             rows = [row for row, _ in updates]
             audit.record_rows(conn, self._actor(actor), Action.UPDATE, now, rows)
-            return count
+        self._warn_unknown_tasks(d for row, d in updates if "task" in changes[row.name])
+        return count
 
     def create(self, definition: Definition, *, actor: Actor | str | None = None) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
@@ -602,6 +642,7 @@ class Schedules:
             now = self._now(conn)
             with audit.watch(conn, definition.name, self._actor(actor), Action.CREATE, now):
                 schedules.create_schedule(conn, definition, now)
+        self._warn_unknown_tasks([definition])
         return self.get(definition.name)
 
     def replace(
@@ -618,6 +659,7 @@ class Schedules:
                 row = schedules.load_schedule(conn, definition.name)
                 if row.enabled != definition.enabled and row.finished_at is None:
                     schedules.set_enabled(conn, definition.name, definition.enabled, now)
+        self._warn_unknown_tasks([definition])
         return self.get(definition.name)
 
     def remove(self, name: str, *, actor: Actor | str | None = None) -> None:
@@ -731,6 +773,7 @@ class Schedules:
             schedules.create_schedules(conn, batch, now)
             names = [d.name for d in batch]
             audit.record_rows(conn, self._actor(actor), Action.CREATE, now, [], names)
+        self._warn_unknown_tasks(batch)
         return len(batch)
 
 

@@ -190,7 +190,9 @@ class Runtime:
         try:
             if check:
                 check_schema(schedules.store.engine)
-            yield schedules
+            # Each command says it itself (a warning: line, its report, its JSON): once.
+            with schedules.quiet_about_unknown_tasks():
+                yield schedules
         finally:
             schedules.close()
 

@@ -1,12 +1,14 @@
 """Beat logs the one warning about ``beat_schedule`` entries whose task the app does not
-register, and syncs them all the same; :mod:`celery_dbeat.task_names` imports the app's task
-modules first and gives up quietly (with a log line) when it cannot know the names."""
+register, and syncs them all the same; so does the Python API of an app
+(``Schedules.from_app``) for each write that sets such a task. :mod:`celery_dbeat.task_names`
+imports the app's task modules first and gives up quietly (with a log line) when it cannot know
+the names."""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import celery
@@ -16,6 +18,7 @@ from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.beat.scheduler import Scheduler
 from celery_dbeat.core.definitions import Definition
+from celery_dbeat.store import Store
 from celery_dbeat.task_names import registered_tasks, unknown_task_warning, unknown_tasks
 
 
@@ -89,3 +92,81 @@ def test_an_app_not_finalized_leaves_the_names_unchecked() -> None:
     app = celery.Celery("lazyproj", set_as_current=False, autofinalize=False)
 
     assert registered_tasks(app) is None
+
+
+# The Python API --------------------------------------------------------------------------------
+
+ON_SQLITE = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+KNOWN, TYPO = "apiproj.tasks.known", "apiproj.taks.typo"
+
+
+def api_project(database_url: str) -> celery.Celery:
+    app = celery.Celery("apiproj", set_as_current=False)
+
+    @app.task(name=KNOWN, shared=False)
+    def known() -> None: ...
+
+    app.conf.update(dbeat_database_url=database_url)
+    return app
+
+
+def define(name: str, task: str) -> Definition:
+    return Definition.create(name=name, task=task, schedule=Every(60))
+
+
+def unknown_task_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "not registered" in r.getMessage()]
+
+
+@ON_SQLITE
+def test_each_api_write_that_sets_an_unknown_task_stores_it_and_logs_the_one_warning(
+    store: Store, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    writes: dict[str, Callable[[Schedules], object]] = {
+        "add": lambda api: api.add("added", TYPO, Every(60)),
+        "create": lambda api: api.create(define("created", TYPO)),
+        "add_many": lambda api: api.add_many([define("many", KNOWN), define("many-typo", TYPO)]),
+        "update": lambda api: api.update("edited", task=TYPO),
+        "update_many": lambda api: api.update_many({"batch": {"task": TYPO}}),
+        "replace": lambda api: api.replace("replaced", define("replaced", TYPO)),
+    }
+    with Schedules.from_app(api_project(database_url)) as api:
+        for name in ("edited", "batch", "replaced"):
+            api.add(name, KNOWN, Every(60))
+        for write, call in writes.items():
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+                call(api)
+            assert unknown_task_logs(caplog) == [
+                "dbeat: " + unknown_task_warning([TYPO], "apiproj")
+            ], write
+            assert [r.name for r in caplog.records] == ["celery_dbeat.api"], write
+
+        tasks = {info.name: info.task for info in api.list()}
+    assert tasks == {
+        "added": TYPO,
+        "batch": TYPO,
+        "created": TYPO,
+        "edited": TYPO,
+        "many": KNOWN,
+        "many-typo": TYPO,
+        "replaced": TYPO,
+    }
+
+
+@ON_SQLITE
+def test_the_api_says_nothing_of_a_registered_task_an_untouched_one_or_without_the_app(
+    store: Store, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+        with Schedules(database_url) as api:  # no app: its task names are unknown
+            api.add("typo", TYPO, Every(60))
+        with Schedules.from_app(api_project(database_url)) as api:
+            api.add("known", KNOWN, Every(60))
+            api.update("typo", args=[1])  # the task is not what changes
+            api.update_many({"typo": {"kwargs": {"a": 1}}})
+            api.pause("typo")
+            with api.quiet_about_unknown_tasks():  # the caller tells its user itself
+                api.add("told", TYPO, Every(60))
+
+    assert unknown_task_logs(caplog) == []

@@ -6,6 +6,7 @@ the workers' code. The CLI's app registers every ``proj.tasks.*`` name (``Projec
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
@@ -34,6 +35,21 @@ def test_add_stores_an_unknown_task_and_warns_on_stderr(cli: Cli) -> None:
     assert result.stdout.startswith("added 'report': every 1m; active")
     assert result.stderr.splitlines() == [ONE]
     assert shown(cli, "report")["task"] == TYPO
+
+
+def test_the_cli_warns_once_its_api_logs_nothing_more(
+    cli: Cli, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The CLI's API knows the app (``Schedules.from_app``), which logs the warning for code
+    that calls it; each command says it itself, so the API is quiet under the CLI."""
+    with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+        added = cli.run("add", "report", TYPO, "--every", "1m")
+        updated = cli.run("update", "report", "--task", TYPO)
+        imported = cli.ok("import", str(_write(tmp_path / "in.json", TYPO)))
+
+    assert [added.stderr, updated.stderr] == [ONE + "\n", ONE + "\n"]
+    assert imported.count("is not registered") == 1
+    assert [r.getMessage() for r in caplog.records if "not registered" in r.getMessage()] == []
 
 
 def test_add_of_a_registered_task_says_nothing_more(cli: Cli) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import logging
 import re
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from celery_dbeat.api import Schedules
 from celery_dbeat.core.definitions import FORM_FIELDS, SPEC_COLUMNS
 from celery_dbeat.core.fields import KIND_FIELDS
 from celery_dbeat.core.timing.solar import EVENTS
+from celery_dbeat.task_names import unknown_task_warning
 from tests.bad_inputs import BadInput, bad_input_params
 from tests.integration.flask.helpers import Browser, field_errors, flashes, make_app, rows
 from tests.integration.flask.test_schedules import edit, form, schedule_id, shown_values
@@ -174,6 +176,27 @@ def test_a_task_name_not_registered_is_saved_with_a_warning(api: Schedules) -> N
     assert api.get("typo").task == "proj.tasks.reprot"
     page = edit(admin, api, "typo", task="proj.tasks.report")
     assert flashes(page) == ["success: Record was successfully saved."]
+
+
+def test_with_an_api_that_knows_the_app_an_unknown_task_is_warned_once_not_logged_too(
+    api: Schedules, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    celery_app = Celery("proj", set_as_current=False)
+    celery_app.conf.dbeat_database_url = database_url
+    app_api = Schedules.from_app(celery_app)  # logs an unknown task for code that calls it
+    app, _ = make_app(app_api, task_names=["proj.tasks.report"])
+    admin = Browser(app.test_client())
+
+    with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
+        created = admin.post("/admin/schedules/new/", form(name="typo", task="proj.tasks.reprot"))
+        edited = edit(admin, api, "typo", task="proj.tasks.other")
+    app_api.close()
+
+    assert [f for f in flashes(created) + flashes(edited) if "not registered" in f] == [
+        f"warning: Saved, but {unknown_task_warning(['proj.tasks.reprot'])}.",
+        f"warning: Saved, but {unknown_task_warning(['proj.tasks.other'])}.",
+    ]
+    assert [r.getMessage() for r in caplog.records if "not registered" in r.getMessage()] == []
 
 
 def test_without_task_names_the_form_suggests_and_warns_nothing(
