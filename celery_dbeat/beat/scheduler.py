@@ -30,6 +30,7 @@ from ..core.fires import PublishRequest
 from ..locks import FireLock, make_lock
 from ..store import Store, migrate
 from ..store.database import driver_message, is_auth_failure
+from ..store.failures import is_disconnect
 from ..store.sync import sync_config
 from ..task_names import warn_unknown_tasks
 from .metrics import NO_METRICS, start_metrics_server
@@ -159,17 +160,21 @@ class Scheduler(celery_beat.Scheduler):
                     f"the database refused celery-dbeat's login or rights: {driver_message(exc)}; "
                     "fix the user and password, or the user's grants",
                 ) from None
+            # Lost connectivity is an outage; any other error the database answers with is
+            # reported as what it is (a full disk, a site rule), never as "unreachable".
+            state = "unreachable" if is_disconnect(exc) else "answering with an error"
             if self._unreachable.failed():
                 logger.error(
-                    "dbeat: schedule database %s unreachable at start-up, retrying: %s",
+                    "dbeat: schedule database %s %s at start-up, retrying: %s",
                     mask_url(self.dbeat.database_url),
+                    state,
                     driver_message(exc),
                 )
             elif (took := self._unreachable.remind(_REMIND_EVERY)) is not None:
                 logger.error(
-                    "dbeat: schedule database %s still unreachable %.0f s after start-up, "
-                    "retrying: %s",
+                    "dbeat: schedule database %s still %s %.0f s after start-up, retrying: %s",
                     mask_url(self.dbeat.database_url),
+                    state,
                     took,
                     driver_message(exc),
                 )
@@ -209,6 +214,13 @@ class Scheduler(celery_beat.Scheduler):
                     "dbeat: beat_schedule entry %r left alone: a schedule with that name was "
                     "created through the API; rename one of them",
                     name,
+                )
+            for name, why in report.refused.items():
+                logger.error(
+                    "dbeat: beat_schedule entry %r not synced: the database refused it (%s); "
+                    "the other entries are synced",
+                    name,
+                    why,
                 )
 
     def tick(self, *args: Any, **kwargs: Any) -> float:

@@ -32,6 +32,7 @@ from ..core.formats import iso, parse_instant, seconds_text
 from ..importers.base import SourceUnavailable
 from ..store.audit import os_user
 from ..store.database import check_schema, driver_message, is_auth_failure
+from ..store.failures import is_disconnect
 
 __all__ = [
     "EXIT_CHANGED",
@@ -112,7 +113,7 @@ def translate(exc: Exception, database: str | None = None) -> CommandError | Non
             f"{driver_message(exc)}; fix the user and password in dbeat_database_url, or the "
             "user's grants"
         )
-    if isinstance(exc, sa.exc.OperationalError):
+    if is_disconnect(exc):
         return DatabaseProblem(
             f"cannot reach the schedule database {database}: {driver_message(exc)}"
         )

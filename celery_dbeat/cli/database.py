@@ -13,13 +13,16 @@ from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
 from ..checks import Level, redis_unavailable, run_checks
 from ..config import mask_url
+from ..core.audit import Actor, Surface
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
 from ..store.sync import sync_config
 from ..task_names import unknown_tasks
 from ._common import (
+    EXIT_INPUT,
     CommandError,
     DBeatCommand,
+    actor_option,
     age_text,
     echo_json,
     echo_table,
@@ -62,6 +65,7 @@ def migrate(check: bool) -> None:
     "--dry-run", is_flag=True, help="Say what would change (and each name), change nothing."
 )
 @json_option
+@actor_option
 def sync(dry_run: bool, as_json: bool) -> None:
     """Copy the app's beat_schedule into the database, as beat does at start-up.
 
@@ -74,13 +78,18 @@ def sync(dry_run: bool, as_json: bool) -> None:
     with state.schedules() as schedules:
         if is_terminal() and len(definitions) > 100:
             click.echo(f"syncing {len(definitions)} entries ...", err=True)
-        report = sync_config(schedules.store, definitions, schedules.clock.now(), dry_run=dry_run)
+        actor = Actor(schedules.actor.name, Surface.SYNC.value)  # the OS user, or --actor
+        report = sync_config(
+            schedules.store, definitions, schedules.clock.now(), dry_run=dry_run, actor=actor
+        )
         changed = report.created or report.updated or report.disabled
         if schedules.notifier is not None and changed and not dry_run:
             schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
         unknown = unknown_tasks(state.app, definitions)
         echo_json({**asdict(report), "dry_run": dry_run, "unknown_tasks": unknown})
+        if report.refused:
+            raise SystemExit(EXIT_INPUT)
         return
     counts = ", ".join(
         f"{key} {len(getattr(report, key))}"
@@ -99,7 +108,11 @@ def sync(dry_run: bool, as_json: bool) -> None:
             + ", ".join(report.conflicts),
             err=True,
         )
+    for name, why in report.refused.items():
+        click.echo(f"not synced, the database refused it: {name}: {why}", err=True)
     warn_unknown_tasks(state.app, definitions)
+    if report.refused:
+        raise SystemExit(EXIT_INPUT)  # the others are synced: said above, entry by entry
 
 
 @click.command(cls=DBeatCommand)

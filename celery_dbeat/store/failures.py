@@ -12,7 +12,9 @@
 * anything else (a server error that is none of these, such as a full disk): the tick failed;
   it is retried, and reported as what it is, never as "unreachable".
 
-PostgreSQL errors are told apart by SQLSTATE, MySQL/MariaDB errors by their error number.
+PostgreSQL errors are told apart by SQLSTATE, MySQL/MariaDB errors by their error number,
+SQLite's by its result code (a busy or locked database is a conflict; only a file that cannot be
+opened is lost connectivity: a full disk, an I/O error or a read-only file are not).
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ _DISCONNECT_SQLSTATES = {"57P01", "57P02", "57P03"}
 #: connection) all do.
 _DISCONNECT_MYSQL_ERRORS = {1040, 1053, 1927, 4031}
 _MYSQL_CLIENT_ERRORS = 2000
+#: SQLite primary result codes: SQLITE_BUSY and SQLITE_LOCKED (another connection holds the
+#: lock), SQLITE_CANTOPEN (the file cannot be opened).
+_SQLITE_CONFLICTS = {5, 6}
+_SQLITE_CANTOPEN = 14
+#: Python before 3.11 gives no result code: SQLite's own messages for those codes.
+_SQLITE_MESSAGES = {
+    "database is locked": 5,
+    "database table is locked": 6,
+    "unable to open database file": _SQLITE_CANTOPEN,
+}
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -53,9 +65,26 @@ def _mysql_errno(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def _sqlite_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of ``exc`` (``None``: not an error of SQLite's, or one
+    without a code before Python 3.11 whose message is not one of :data:`_SQLITE_MESSAGES`)."""
+    orig = getattr(exc, "orig", None)
+    if type(orig).__module__ != "sqlite3":
+        return None
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF  # the primary code of an extended one
+    return _SQLITE_MESSAGES.get(str(orig))
+
+
 def is_conflict(exc: BaseException) -> bool:
-    """A transaction lost to another (deadlock, serialisation failure, lock wait timeout)."""
-    return _sqlstate(exc) in _CONFLICT_SQLSTATES or _mysql_errno(exc) in _CONFLICT_MYSQL_ERRORS
+    """A transaction lost to another (deadlock, serialisation failure, lock wait timeout; a
+    SQLite database another connection holds locked)."""
+    return (
+        _sqlstate(exc) in _CONFLICT_SQLSTATES
+        or _mysql_errno(exc) in _CONFLICT_MYSQL_ERRORS
+        or _sqlite_code(exc) in _SQLITE_CONFLICTS
+    )
 
 
 def is_disconnect(exc: BaseException) -> bool:
@@ -76,7 +105,9 @@ def is_disconnect(exc: BaseException) -> bool:
     errno = _mysql_errno(exc)
     if errno is not None:
         return errno >= _MYSQL_CLIENT_ERRORS or errno in _DISCONNECT_MYSQL_ERRORS
-    # No code: psycopg's "connection failed", SQLite's "unable to open database file".
+    if type(getattr(exc, "orig", None)).__module__ == "sqlite3":
+        return _sqlite_code(exc) == _SQLITE_CANTOPEN
+    # No code: psycopg's "connection failed".
     return True
 
 

@@ -9,6 +9,11 @@ than PostgreSQL's ``idle_in_transaction_session_timeout`` on a slow host, which 
 beat started the whole sync over, for ever. Each entry stands alone (created, updated or left
 by name), so a sync cut short by a crash leaves every entry it reached synced, and the next one
 finishes; a chunk another beat's sync wrote first is read and computed again.
+
+An entry the database refuses (a constraint, a value it will not take) costs that entry, not the
+sync: after two tries (a refusal can be another beat's insert of the same name), the chunk is
+written in savepoints halved down to the refused entries (:func:`.isolation.isolated`), which
+the report lists with the database's message.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from ..core.audit import Action, changes
+from ..core.audit import Action, Actor, changes
 from ..core.definitions import Definition
 from ..core.states import PauseSource
 from .audit import SYNC_ACTOR, record, row_entry
+from .failures import driver_message
+from .isolation import isolated
 from .models import S
 from .reading import chunked, read_rows
 from .schedules import (
@@ -54,10 +61,13 @@ class SyncReport:
     disabled: list[str] = field(default_factory=list)
     #: Names already used by a schedule another surface owns; left untouched.
     conflicts: list[str] = field(default_factory=list)
+    #: Entries the database refused to write, with its message; left as they were.
+    refused: dict[str, str] = field(default_factory=dict)
 
     def merge(self, other: SyncReport) -> None:
         for name in ("created", "updated", "unchanged", "disabled", "conflicts"):
             getattr(self, name).extend(getattr(other, name))
+        self.refused.update(other.refused)
 
 
 class _Changed(Exception):
@@ -70,31 +80,45 @@ CHUNK = 500
 
 @dataclass
 class _Writes:
-    """What one chunk of the sync writes: new rows, ``(id, version, values)`` updates, and
-    their audit entries (actor ``beat_schedule``, surface ``sync``)."""
+    """What the sync writes of one entry (or, merged, of several): new rows, ``(id, version,
+    values)`` updates, and their audit entries (by ``actor``, surface ``sync``)."""
 
+    name: str = ""
     inserts: list[dict[str, Any]] = field(default_factory=list)
     updates: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _merged(writes: Sequence[_Writes]) -> _Writes:
+    """Several entries' writes as one (one statement for all their inserts)."""
+    return _Writes(
+        inserts=[row for w in writes for row in w.inserts],
+        updates=[update for w in writes for update in w.updates],
+        audit=[entry for w in writes for entry in w.audit],
+    )
+
+
 def _compare(
-    definitions: Sequence[Definition], rows: Sequence[Row[Any]], now: datetime, report: SyncReport
-) -> _Writes:
+    definitions: Sequence[Definition],
+    rows: Sequence[Row[Any]],
+    now: datetime,
+    report: SyncReport,
+    actor: Actor,
+) -> list[_Writes]:
     """The writes that bring ``rows`` (the stored rows of ``definitions``' names) to
-    ``definitions``, computed outside any transaction."""
+    ``definitions``, one per entry that changes, computed outside any transaction."""
     existing: dict[str, Row[Any]] = {r.name: r for r in rows}
-    writes = _Writes()
+    entries: list[_Writes] = []
     for d in definitions:
         row = existing.get(d.name)
+        writes = _Writes(d.name)
         if row is None:
             created = new_row(d, CONFIG_ORIGIN, now)
             writes.inserts.append(created)
             writes.audit.append(
-                row_entry(
-                    SYNC_ACTOR, Action.CREATE, now, d.name, created["uid"], changes(None, created)
-                )
+                row_entry(actor, Action.CREATE, now, d.name, created["uid"], changes(None, created))
             )
+            entries.append(writes)
             report.created.append(d.name)
             continue
         if row.origin not in (CONFIG_ORIGIN, REMOVED_ORIGIN):
@@ -129,9 +153,10 @@ def _compare(
                 values.update(RESUMED)
         writes.updates.append((row.id, row.version, values))
         change = changes(dict(row._mapping), {**row._mapping, **values})
-        writes.audit.append(row_entry(SYNC_ACTOR, Action.UPDATE, now, d.name, row.uid, change))
+        writes.audit.append(row_entry(actor, Action.UPDATE, now, d.name, row.uid, change))
+        entries.append(writes)
         report.updated.append(d.name)
-    return writes
+    return entries
 
 
 def _write(conn: Connection, writes: _Writes) -> None:
@@ -147,7 +172,7 @@ def _write(conn: Connection, writes: _Writes) -> None:
 
 
 def _sync_chunk(
-    store: Store, definitions: Sequence[Definition], now: datetime, dry_run: bool
+    store: Store, definitions: Sequence[Definition], now: datetime, dry_run: bool, actor: Actor
 ) -> SyncReport:
     names = [d.name for d in definitions]
     for attempt in range(3):
@@ -155,12 +180,16 @@ def _sync_chunk(
         with store.engine.connect() as conn:
             at = store.clock.now(conn, now)
             rows, _ = read_rows(conn, sa.select(S).where(S.c.name.in_(names)))
-        writes = _compare(definitions, rows, at, report)
+        entries = _compare(definitions, rows, at, report, actor)
         if dry_run:
             return report
         try:
             with store.engine.begin() as conn:
-                _write(conn, writes)
+                if attempt < 2:
+                    _write(conn, _merged(entries))
+                else:
+                    _, refused = isolated(conn, entries, lambda part: _write(conn, _merged(part)))
+                    _refused(report, refused)
             return report
         except (sa.exc.IntegrityError, _Changed):
             # Another beat starting at the same time synced some of these entries first.
@@ -169,7 +198,15 @@ def _sync_chunk(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _disable(conn: Connection, names: Sequence[str], at: datetime) -> None:
+def _refused(report: SyncReport, refused: Sequence[tuple[_Writes, sa.exc.StatementError]]) -> None:
+    """Take the entries the database refused out of the report's lists, into ``refused``."""
+    for writes, exc in refused:
+        report.refused[writes.name] = driver_message(exc)
+    for key in ("created", "updated"):
+        setattr(report, key, [n for n in getattr(report, key) if n not in report.refused])
+
+
+def _disable(conn: Connection, names: Sequence[str], at: datetime, actor: Actor) -> None:
     """Disable the config rows ``names`` (their entries left ``beat_schedule``), recording each
     row this transaction changed (locked as read, so another beat's sync cannot have done it)."""
     query = sa.select(S).where(S.c.origin == CONFIG_ORIGIN, S.c.name.in_(names))
@@ -188,7 +225,7 @@ def _disable(conn: Connection, names: Sequence[str], at: datetime) -> None:
         conn,
         [
             row_entry(
-                SYNC_ACTOR,
+                actor,
                 Action.DISABLE,
                 at,
                 r.name,
@@ -201,7 +238,12 @@ def _disable(conn: Connection, names: Sequence[str], at: datetime) -> None:
 
 
 def sync_config(
-    store: Store, definitions: Sequence[Definition], now: datetime, *, dry_run: bool = False
+    store: Store,
+    definitions: Sequence[Definition],
+    now: datetime,
+    *,
+    dry_run: bool = False,
+    actor: Actor = SYNC_ACTOR,
 ) -> SyncReport:
     """Upsert ``beat_schedule`` definitions by name; disable config rows no longer listed.
 
@@ -209,11 +251,13 @@ def sync_config(
     ``next_run_at`` from now; a changed payload keeps it. Several beats may run this at once.
     ``now`` (the caller's clock) gives way to the database clock (``store.clock``). One
     write transaction per :data:`CHUNK` entries (see the module docstring).
-    ``dry_run``: the same report, writing nothing.
+    ``dry_run``: the same report, writing nothing. ``actor``: who the audit trail records
+    (beat's own sync: ``beat_schedule``). An entry the database refuses is left as it was and
+    listed in the report's ``refused``.
     """
     report = SyncReport()
     for entries in chunked(definitions, CHUNK):
-        report.merge(_sync_chunk(store, entries, now, dry_run))
+        report.merge(_sync_chunk(store, entries, now, dry_run, actor))
     listed = {d.name for d in definitions}
     with store.engine.connect() as conn:
         configured = conn.execute(sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN))
@@ -222,6 +266,6 @@ def sync_config(
         for names in chunked(gone, CHUNK):
             with store.engine.begin() as conn:
                 at = store.clock.now(conn, now)
-                _disable(conn, names, at)
+                _disable(conn, names, at, actor)
     report.disabled.extend(gone)
     return report

@@ -239,6 +239,70 @@ def test_a_database_unreachable_at_start_up_is_said_again_every_minute_until_it_
     assert "dbeat: schedule database reachable after 185.0 s; beat starts" in said
 
 
+def _start(app: celery.Celery, caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Set beat up on ``app`` and tick it a few times; the ERROR lines it logged."""
+    scheduler = Scheduler(app, lazy=True)
+    scheduler.clock = FixedClock(datetime(2024, 5, 6, 9, 0, tzinfo=timezone.utc))
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+    try:
+        scheduler.setup_schedule()
+        for _ in range(3):
+            scheduler.clock.advance(scheduler.tick())
+    finally:
+        scheduler.close()
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_a_database_that_answers_with_an_error_at_start_up_is_not_called_unreachable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, any error at start-up but a refused login was "unreachable"."""
+    path = tmp_path / "db.sqlite3"
+    sa.create_engine(f"sqlite:///{path}").connect().close()  # an empty file: nothing to read
+    app = celery.Celery("dbeat-read-only", set_as_current=False)
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"  # migrating it is refused
+    app.conf.update(broker_url="memory://", dbeat_database_url=read_only)
+
+    errors = _start(app, caplog)
+
+    assert errors
+    assert "answering with an error at start-up, retrying: " in errors[0]
+    assert "readonly database" in errors[0]
+    assert not [m for m in errors if "unreachable" in m]
+
+
+def test_a_beat_schedule_entry_the_database_refuses_is_said_and_the_others_are_synced(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before, the refused entry failed the whole sync at every start-up try: nothing fired."""
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    engine = sa.create_engine(url)
+    migrate(engine)
+    with engine.begin() as conn:  # a site rule, as a constraint would refuse it
+        conn.execute(
+            sa.text(
+                "CREATE TRIGGER site_rule BEFORE INSERT ON dbeat_schedules WHEN NEW.name = 'bad'"
+                " BEGIN SELECT RAISE(ABORT, 'name refused by a site rule'); END"
+            )
+        )
+    app = celery.Celery("dbeat-refused-entry", set_as_current=False)
+    app.conf.update(broker_url="memory://", dbeat_database_url=url)
+    app.conf.beat_schedule = {
+        name: {"task": f"tasks.{name}", "schedule": 60.0} for name in ("good", "bad", "fine")
+    }
+
+    errors = _start(app, caplog)
+
+    with engine.connect() as conn:
+        names = conn.execute(sa.text("SELECT name FROM dbeat_schedules ORDER BY name"))
+        assert list(names.scalars()) == ["fine", "good"]
+    engine.dispose()
+    assert errors == [
+        "dbeat: beat_schedule entry 'bad' not synced: the database refused it (name refused by a"
+        " site rule); the other entries are synced"
+    ]
+
+
 @pytest.fixture
 def pg_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with private_database("postgresql", tmp_path_factory) as url:

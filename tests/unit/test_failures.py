@@ -4,6 +4,11 @@ is a failed tick, never reported as "unreachable"."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
@@ -110,3 +115,48 @@ def test_the_reason_is_the_drivers_first_line_without_sql_or_parameters() -> Non
     orig = Exception('duplicate key value violates unique constraint "ix"\nDETAIL: Key (x)=(1)')
     error = sa.exc.IntegrityError("INSERT INTO secret ...", {"password": "p"}, orig)
     assert driver_message(error) == 'duplicate key value violates unique constraint "ix"'
+
+
+def _sqlite_error(tmp_path: Path, case: str) -> sqlite3.Error:
+    """A real error of SQLite's, as its driver raises it."""
+    path = tmp_path / "db.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as setup:
+        setup.execute("CREATE TABLE t (x TEXT)")
+        setup.commit()
+    statements: dict[str, Callable[[], object]] = {
+        "locked": lambda: sqlite3.connect(path, timeout=0).execute("INSERT INTO t VALUES ('a')"),
+        "cannot-open": lambda: sqlite3.connect(tmp_path / "no such folder" / "db.sqlite3"),
+        "read-only": lambda: sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute(
+            "INSERT INTO t VALUES ('a')"
+        ),
+        "full": lambda: _fill(sqlite3.connect(path)),
+    }
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as holder:
+        if case == "locked":
+            holder.execute("BEGIN IMMEDIATE")  # another connection holds the write lock
+        with pytest.raises(sqlite3.Error) as raised:
+            statements[case]()
+    return raised.value
+
+
+def _fill(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA max_page_count = 2")
+    conn.execute("INSERT INTO t VALUES (?)", ("x" * 100_000,))
+
+
+@pytest.mark.parametrize(
+    ("case", "conflict", "disconnect"),
+    [
+        pytest.param("locked", True, False, id="database-is-locked"),
+        pytest.param("cannot-open", False, True, id="unable-to-open"),
+        pytest.param("read-only", False, False, id="readonly-database"),
+        pytest.param("full", False, False, id="database-or-disk-is-full"),
+    ],
+)
+def test_sqlite_a_locked_database_is_a_conflict_and_only_a_file_it_cannot_open_an_outage(
+    tmp_path: Path, case: str, conflict: bool, disconnect: bool
+) -> None:
+    """Before, every SQLite error without a SQLSTATE was "unreachable": a full disk too."""
+    error = operational(_sqlite_error(tmp_path, case))
+    assert is_conflict(error) is conflict
+    assert is_disconnect(error) is disconnect

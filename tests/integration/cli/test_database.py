@@ -64,6 +64,7 @@ def test_sync_creates_then_leaves_unchanged_then_disables_removed_entries(cli: C
         "unchanged": ["nightly", "poll"],
         "disabled": [],
         "conflicts": [],
+        "refused": {},
         "dry_run": False,
         "unknown_tasks": {},
     }

@@ -106,3 +106,19 @@ def test_log_refuses_a_schedule_name_and_a_calendar_at_once(cli: Cli) -> None:
 
     assert result.exit_code == 2
     assert "Error: give a schedule's NAME or --calendar NAME, not both" in result.stderr
+
+
+def test_a_sync_is_recorded_as_actor_through_the_sync_surface(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_common, "os_user", lambda: "deploy")
+    cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 60.0}}
+    cli.ok("sync")
+    cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 120.0}}
+    cli.ok("sync", "--actor", "alice")
+
+    entries = json.loads(cli.ok("log", "nightly", "--json"))
+    assert [(e["action"], e["actor"], e["surface"]) for e in entries] == [
+        ("update", "alice", "sync"),
+        ("create", "deploy", "sync"),
+    ]
