@@ -49,7 +49,13 @@ from ..core.planning import plan
 from ..locks import FireLock
 from ..store import Store, audit, runs
 from ..store.calendars import CalendarCache
-from ..store.failures import driver_message, is_auth_failure, is_conflict, is_disconnect
+from ..store.failures import (
+    driver_message,
+    is_auth_failure,
+    is_conflict,
+    is_disconnect,
+    is_refusal,
+)
 from ..store.queue import queued_backlog
 from ..store.schedules import count_due, paused_counts
 from .metrics import NO_METRICS, Metrics
@@ -418,7 +424,18 @@ class Ticker:
         mono = self.clock.monotonic()
         if self._last_prune is None or mono - self._last_prune >= _PRUNE_EVERY:
             self._last_prune = mono
-            self.prune(now)
+            try:
+                self.prune(now)
+            except sa.exc.StatementError as exc:
+                if not is_refusal(exc):
+                    raise
+                # History kept a minute longer costs nothing; a tick refused stops every fire.
+                logger.error(
+                    "dbeat: the database refused to prune history, kept until the next prune in"
+                    " %.0f s: %s",
+                    _PRUNE_EVERY,
+                    driver_message(exc),
+                )
         if self.metrics.enabled:
             with self.store.engine.connect() as conn:
                 self.metrics.backlog(count_due(conn, now))

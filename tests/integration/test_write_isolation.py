@@ -229,6 +229,53 @@ def test_a_fire_the_database_refuses_to_mark_sent_costs_its_schedule_and_is_neve
     assert not [m for m in errors if "unreachable" in m or "this tick's work" in m]
 
 
+#: A site rule that refuses, as a constraint would, to delete fire rows.
+_REFUSE_DELETES = {
+    "postgresql": [
+        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
+        " RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'history is kept here';"
+        " END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires FOR EACH ROW"
+        " EXECUTE FUNCTION dbeat_test_refuse()",
+    ],
+    "mysql": [
+        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires FOR EACH ROW"
+        " SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'history is kept here'",
+    ],
+    "sqlite": [
+        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires"
+        " BEGIN SELECT RAISE(ABORT, 'history is kept here'); END",
+    ],
+}
+
+
+def test_a_prune_the_database_refuses_keeps_the_history_and_every_schedule_fires(
+    api: Schedules,
+    tables: Tables,
+    make_ticker: MakeTicker,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, the refused delete failed every tick that pruned: nothing fired meanwhile."""
+    api.add("a", "t.a", Every(60))
+    ticker = make_ticker(history_retention="1m")
+    run(ticker, clock, START + 2 * MINUTE)  # fires old enough to prune
+    for statement in _statements(_REFUSE_DELETES, tables):
+        tables.execute(statement)
+    caplog.set_level(logging.INFO, logger="celery_dbeat")
+    publisher.clear()
+
+    run(ticker, clock, START + 5 * MINUTE)
+
+    assert {("a", START + n * MINUTE) for n in (3, 4, 5)} <= set(publisher.fires)
+    assert len(tables.fires("a")) == 5  # nothing pruned
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors
+    assert all("refused to prune history" in m for m in errors), errors
+    assert all("history is kept here" in m for m in errors), errors
+
+
 #: A recorded fire whose lease holds what the driver cannot read, as a hand edit could leave it.
 _UNREADABLE_LEASE = {
     "postgresql": "UPDATE dbeat_fires SET status = 'pending', lease_until = '-infinity'"
