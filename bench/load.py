@@ -117,6 +117,47 @@ def _pct(values: list[float], p: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
 
 
+def timeline(
+    seen: list[tuple[float, float, str]],
+    samples: list[tuple[float, int, int]],
+    start: float,
+    end: float,
+    step: float = 10.0,
+) -> list[dict[str, Any]]:
+    """Per ``step`` seconds from ``start``: messages received a second, their lag (p50, p99:
+    receipt minus slot), and the most fires recorded and not yet sent (pending) and slots queued
+    that the sampler saw."""
+    rows = []
+    at = start
+    while at < end:
+        lags = [got - slot for got, slot, _ in seen if at <= got < at + step]
+        sampled = [(p, q) for t, p, q in samples if at <= t < at + step]
+        rows.append(
+            {
+                "from_s": round(at - start),
+                "per_s": round(len(lags) / step, 1),
+                "lag_p50_s": _pct(lags, 0.5),
+                "lag_p99_s": _pct(lags, 0.99),
+                "unsent_max": max((p for p, _ in sampled), default=None),
+                "queued_max": max((q for _, q in sampled), default=None),
+            }
+        )
+        at += step
+    return rows
+
+
+def print_timeline(rows: list[dict[str, Any]]) -> None:
+    print("  from_s  per_s  lag_p50  lag_p99  unsent  queued", flush=True)
+    for r in rows:
+        p50, p99 = r["lag_p50_s"], r["lag_p99_s"]
+        print(
+            f"  {r['from_s']:6d} {r['per_s']:6.0f} {p50 if p50 is None else round(p50, 2)!s:>8}"
+            f" {p99 if p99 is None else round(p99, 2)!s:>8} {r['unsent_max']!s:>7}"
+            f" {r['queued_max']!s:>7}",
+            flush=True,
+        )
+
+
 def _load(run: Run, definitions: list[Any], batch: int = 2000) -> None:
     from celery_dbeat.api import Schedules
     from celery_dbeat.store import migrate
@@ -238,8 +279,10 @@ def outage(
             "max_queued": max((q for _, _, q in sampler.samples), default=0),
             "duplicates": len(ids) - len(set(ids)),
             "beat_cpu_s": cpu1 - cpu0,
+            "timeline": timeline(seen, sampler.samples, started, drained + 60, step=20.0),
         }
         print(f"  outage: {row}", flush=True)
+        print_timeline(row["timeline"])
         _dump(run, seen, started)
         return row
     finally:
@@ -333,8 +376,12 @@ def overload(workdir: Path, n: int = 10_000, *, seconds: float = 60) -> list[dic
             "recover_s": None if recovered is None else recovered - t1,
             "duplicates": len(ids) - len(set(ids)),
             "behind_warnings": beat.log.read_text(errors="replace").count("behind by"),
+            "timeline": timeline(
+                stamped.seen, sampler.samples, t0, recovered or time.time(), step=10.0
+            ),
         }
         print(f"  overload: {row}", flush=True)
+        print_timeline(row["timeline"])
         rows.append(row)
         return rows
     finally:
