@@ -20,6 +20,8 @@ logger = get_logger(__name__)
 #: its fires must be published well within the lease, and its row locks held briefly. One
 #: taking less than a quarter of that doubles it again, up to ``dbeat_batch_size``.
 BATCH_SHARE_OF_LEASE = 0.2
+#: The finest step of a clock :class:`Allowance` may be read with (``timedelta``'s).
+_CLOCK_RESOLUTION = 1e-6
 
 
 def next_batch_size(size: int, took: float, lease: float, configured: int) -> int:
@@ -66,12 +68,18 @@ class Behind:
 
 class Allowance:
     """``dbeat_catchup_rate``: how many queued fires this beat may publish now (a token bucket
-    of one second's worth); unlimited when the rate is ``None``."""
+    of one second's worth); unlimited when the rate is ``None``.
+
+    A token short of whole by less than a microsecond's refill counts as whole: a clock that
+    moves in microseconds (``timedelta``, the test clock) can stop that short of the instant
+    :meth:`wait` named, and without the slack ``take`` granted nothing there and ``wait``
+    named a sleep of under a microsecond, which such a clock never reaches: the beat spun."""
 
     def __init__(self, rate: float | None, monotonic: Callable[[], float]) -> None:
         self.rate = rate
         self._monotonic = monotonic
         self._tokens = 0.0 if rate is None else rate
+        self._slack = 0.0 if rate is None else rate * _CLOCK_RESOLUTION
         self._at = monotonic()
 
     def _refill(self) -> None:
@@ -85,7 +93,7 @@ class Allowance:
         if self.rate is None:
             return wanted
         self._refill()
-        granted = min(wanted, int(self._tokens))
+        granted = min(wanted, int(self._tokens + self._slack))
         self._tokens -= granted
         return granted
 
@@ -98,4 +106,4 @@ class Allowance:
         if self.rate is None:
             return 0.0
         self._refill()
-        return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.rate
+        return 0.0 if self._tokens + self._slack >= 1 else (1 - self._tokens) / self.rate
