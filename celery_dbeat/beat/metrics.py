@@ -79,7 +79,7 @@ class Metrics:
     def queued(self, count: int) -> None:
         pass
 
-    def error(self, component: str) -> None:
+    def error(self, component: str, count: int = 1) -> None:
         pass
 
     def succeeded(self, schedule: str, at: datetime) -> None:
@@ -127,8 +127,9 @@ class PrometheusMetrics(Metrics):
     def queued(self, count: int) -> None:
         self._m["queued"].set(count)
 
-    def error(self, component: str) -> None:
-        self._m["errors"].labels(component=component).inc()
+    def error(self, component: str, count: int = 1) -> None:
+        if count:
+            self._m["errors"].labels(component=component).inc(count)
 
     def succeeded(self, schedule: str, at: datetime) -> None:
         self._m["success"].labels(schedule=schedule).set(at.timestamp())

@@ -66,6 +66,10 @@ class Behind:
             self._since, self._worst = None, 0.0
 
 
+#: :meth:`Allowance.wait` waits for this many seconds' worth of queued fires.
+_WAIT_FOR = 0.25
+
+
 class Allowance:
     """``dbeat_catchup_rate``: how many queued fires this beat may publish now (a token bucket
     of one second's worth); unlimited when the rate is ``None``.
@@ -102,8 +106,11 @@ class Allowance:
             self._tokens += unused
 
     def wait(self) -> float:
-        """Seconds until one more queued fire may go (0: now)."""
+        """Seconds until the next queued fires may go (0: now): a quarter of a second's worth
+        (at least one), so that a beat drains at the rate in a few ticks a second, not in a
+        tick per fire."""
         if self.rate is None:
             return 0.0
         self._refill()
-        return 0.0 if self._tokens + self._slack >= 1 else (1 - self._tokens) / self.rate
+        wanted = max(1.0, self.rate * _WAIT_FOR)
+        return 0.0 if self._tokens + self._slack >= wanted else (wanted - self._tokens) / self.rate

@@ -194,8 +194,7 @@ class Publishing:
             return
         self.metrics.fires("sent", len(sent))
         set_aside = self.store.mark_sent(sent, self.clock.now(), self.settings.instance_name)
-        for _ in set_aside:
-            self.metrics.error("schedule")
+        self.metrics.error("schedule", len(set_aside))
         sent.clear()
 
     def _measure(self, published: int, took: float) -> None:
@@ -233,8 +232,7 @@ class Publishing:
             self.clock.now() + retry_in,
             give_up=give_up,
         )
-        for _ in set_aside:
-            self.metrics.error("schedule")
+        self.metrics.error("schedule", len(set_aside))
 
 
 def log_fire(

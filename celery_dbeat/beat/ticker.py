@@ -116,6 +116,7 @@ class Ticker:
         self.rules = settings.misfire_rules
         self.beat = settings.instance_name
         self._last_recovery: float | None = None
+        self._more_to_recover = False
         self._last_prune: float | None = None
         #: Where the next prune of the schedules' ``history_limit`` goes on from (a schedule id).
         self._limits_from = 0
@@ -215,6 +216,8 @@ class Ticker:
             logger.exception("dbeat: tick failed; retrying in %.1f s", max_sleep)
             return max_sleep
         self._database_recovered()
+        if self._more_to_recover:
+            return 0.0  # a dead beat's fires left to take over, after on-time work
         if self._due(earliest) or needs_compute:
             # Still due: more than a batch budget (go on at once), or rows other beats hold
             # locked or won (look again shortly rather than spin on them).
@@ -239,6 +242,7 @@ class Ticker:
         """Peek at what is due next; the same query reads the database server's clock."""
         sent = self.clock.monotonic()
         peek = self.store.peek()
+        self.metrics.error("schedule", peek.set_aside)
         if peek.database_now is not None:
             self.clock.observe(peek.database_now, sent, self.clock.monotonic())
             self._check_skew()
@@ -303,6 +307,7 @@ class Ticker:
             late_since = watched - self.settings.misfire_tolerance
             with self.store.claim_due(now, limit, self.beat, late_since) as batch:
                 claimed = len(batch.schedules)
+                self.metrics.error("schedule", batch.set_aside)
                 if not claimed:
                     return 0, 0, 0, 0
                 states = runs.run_states(
@@ -464,9 +469,10 @@ class Ticker:
         them within their lease: about a second's worth of this beat's publishing per tick, so
         that taking them over never makes this beat's own leases run out."""
         now, started = self.clock.now(), self.clock.monotonic()
-        requests = self.store.claim_stale_pending(
-            now, now + self.settings.lock_ttl, self.publishing.chunk(_RECOVER_CHUNK)
-        )
+        limit = self.publishing.chunk(_RECOVER_CHUNK)
+        requests = self.store.claim_stale_pending(now, now + self.settings.lock_ttl, limit)
+        # A whole chunk taken: more may be waiting, and the next tick takes them at once.
+        self._more_to_recover = len(requests) >= limit
         for r in requests:
             if r.manual:
                 logger.info(

@@ -101,14 +101,17 @@ class Peek(NamedTuple):
     needs_compute: bool
     database_now: datetime | None = None
     queued_at: datetime | None = None
+    #: Schedules set aside because a stored instant could not be read.
+    set_aside: int = 0
 
 
-def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> None:
+def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> int:
     """Mark the schedules whose stored values cannot be read (``problems``, from
     :func:`read_rows`) with the error: with ``next_run_at`` NULL and an error a row is neither
-    due nor recomputed until someone corrects it, and every other schedule fires as usual."""
+    due nor recomputed until someone corrects it, and every other schedule fires as usual.
+    Returns how many."""
     if not problems:
-        return
+        return 0
     conn.execute(
         sa.update(S)
         .where(S.c.id == sa.bindparam("row_id"))
@@ -118,6 +121,7 @@ def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int
     for row in rows:
         if row.id in problems:
             logger.error("dbeat: schedule %r set aside: %s", row.name, problems[row.id])
+    return len(problems)
 
 
 def _identified(conn: Connection, row: ScheduleRow) -> ScheduleRow:
@@ -155,6 +159,8 @@ class DueBatch:
         #: The transitions the last ``record`` applied (the others lost their compare-and-set
         #: to another beat or an edit).
         self.applied: list[Transition] = []
+        #: Schedules set aside while claiming: a stored value could not be read.
+        self.set_aside = 0
 
     @property
     def connection(self) -> Connection:
@@ -331,6 +337,7 @@ def peek(engine: Engine, clock: DatabaseClock) -> Peek:
     try:
         return _peek(engine, clock)
     except UNREADABLE:
+        set_aside = 0
         with engine.begin() as conn:
             for column in (S.c.next_run_at, S.c.due_at):
                 query = (
@@ -339,8 +346,8 @@ def peek(engine: Engine, clock: DatabaseClock) -> Peek:
                     .order_by(column)
                     .limit(_PEEK_HEADS)
                 )
-                _set_aside(conn, *read_rows(conn, query))
-        return _peek(engine, clock)
+                set_aside += _set_aside(conn, *read_rows(conn, query))
+        return _peek(engine, clock)._replace(set_aside=set_aside)
 
 
 def _peek(engine: Engine, clock: DatabaseClock) -> Peek:
@@ -417,6 +424,7 @@ def claim_due(
             )
         )
         rows: list[ScheduleRow] = []
+        set_aside = 0
         for query in queries:
             if len(rows) >= limit:
                 break
@@ -424,8 +432,10 @@ def claim_due(
             if skips_locked(engine):
                 query = query.with_for_update(skip_locked=True)
             found, problems = read_rows(conn, query)
-            _set_aside(conn, found, problems)
+            set_aside += _set_aside(conn, found, problems)
             rows += [
                 _identified(conn, ScheduleRow.from_row(r)) for r in found if r.id not in problems
             ]
-        yield DueBatch(conn, rows, beat, now, clock.now)
+        batch = DueBatch(conn, rows, beat, now, clock.now)
+        batch.set_aside = set_aside
+        yield batch

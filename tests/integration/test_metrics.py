@@ -206,12 +206,6 @@ def test_a_schedule_set_aside_for_a_refused_write_counts_one_schedule_error(
     assert _schedule_errors() - before == 1  # once, not once a tick
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a schedule row that cannot be read is set aside in store/due.py (_set_aside, from"
-    " peek and claim_due) with a log line only: the ticker never hears of it, so"
-    " dbeat_errors_total{component='schedule'} does not count it",
-)
 @pytest.mark.parametrize(("database_url", "column", "value"), CORRUPT, indirect=["database_url"])
 def test_a_schedule_set_aside_for_a_row_that_cannot_be_read_counts_one_schedule_error(
     tables: Tables,

@@ -161,12 +161,6 @@ def test_a_slow_beat_takes_over_thousands_of_expired_fires_without_letting_one_e
     assert not [m for m in messages if "taken over by another beat" in m]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ticker._tick sleeps until the next on-time fire (up to dbeat_max_interval) after"
-    " each chunk recover_pending takes, even when the chunk was full and more expired fires"
-    " wait: a dead beat's fires go out at about a fifth of the taker's capacity",
-)
 def test_a_dead_beat_s_fires_are_taken_over_at_the_capacity_of_the_beat_taking_them(
     api: Schedules, tables: Tables, make_ticker: MakeTicker, clock: FixedClock
 ) -> None:

@@ -56,7 +56,19 @@ def test_what_a_claim_did_not_use_is_given_back() -> None:
     assert allowance.take(8) == 8
     allowance.give_back(5)  # only 3 queued slots were there
     assert allowance.take(100) == 7
-    assert allowance.wait() == pytest.approx(0.1)
+    assert allowance.wait() == pytest.approx(0.25)  # a quarter of a second's worth: 2.5
+
+
+@pytest.mark.parametrize("rate", [1.0, 2.0, 10.0, 200.0, 5000.0])
+def test_a_drained_allowance_waits_for_a_quarter_second_of_fires_not_for_each(rate: float) -> None:
+    """Before, it named the time to one more fire: at 200 a second, a tick every 5 ms."""
+    clock = FixedClock(utc("2024-05-06T09:00Z"))
+    allowance = Allowance(rate, clock.monotonic)
+    allowance.take(10**6)
+    wait = allowance.wait()
+    assert wait == pytest.approx(max(1.0, rate / 4) / rate)
+    clock.advance(wait)
+    assert allowance.take(10**6) >= max(1, int(rate / 4))
 
 
 def test_without_a_rate_everything_is_granted_at_once() -> None:
