@@ -339,6 +339,41 @@ class Tables:
         with self.store.engine.begin() as conn:
             conn.execute(sa.text(sql), params)
 
+    def refuse(
+        self, event: str, table: str, message: str, *, when: str = "", constraint: bool = True
+    ) -> None:
+        """A site rule: a trigger that refuses every ``event`` (INSERT, UPDATE, DELETE) on
+        ``table`` (for which ``when`` holds: SQL over ``NEW`` and ``OLD``) with ``message``, as a
+        constraint would (``constraint``), or as a plain error (PostgreSQL's RAISE EXCEPTION,
+        MySQL's SIGNAL '45000'; SQLite has none: a trigger's RAISE is a constraint failed)."""
+        dialect = self.store.engine.dialect.name
+        name = f"dbeat_test_refuse_{event.lower()}_{table}"
+        if dialect == "postgresql":
+            code = "USING ERRCODE = 'check_violation', MESSAGE = " if constraint else ""
+            self.execute(
+                f"CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN"
+                f" RAISE EXCEPTION {code}'{message}'; END $$ LANGUAGE plpgsql"
+            )
+            self.execute(
+                f"CREATE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW"
+                f"{f' WHEN ({when})' if when else ''} EXECUTE FUNCTION {name}()"
+            )
+        elif dialect in ("mysql", "mariadb"):
+            # 1048 (a column refused NULL) is one of the errors MySQL drivers raise as integrity
+            # errors; SQLSTATE 45000 is an error of the user's own.
+            state = "'23000' SET MYSQL_ERRNO = 1048," if constraint else "'45000' SET"
+            signal = f"SIGNAL SQLSTATE {state} MESSAGE_TEXT = '{message}'"
+            self.execute(
+                f"CREATE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW"
+                f" BEGIN {f'IF {when} THEN {signal}; END IF' if when else signal}; END"
+            )
+        else:
+            assert constraint, "SQLite's triggers refuse as a constraint does"
+            self.execute(
+                f"CREATE TRIGGER {name} BEFORE {event} ON {table}"
+                f"{f' WHEN {when}' if when else ''} BEGIN SELECT RAISE(ABORT, '{message}'); END"
+            )
+
 
 @pytest.fixture
 def tables(store: Store) -> Tables:

@@ -495,35 +495,11 @@ def test_a_synced_celery_crontab_fires_at_the_app_zone_wall_time(
     assert {(r.task, str(kw)) for r, _, kw, _ in publisher} == {("tasks.m", "{'a': 1}")}
 
 
-#: A site rule that refuses one name, as a constraint would (SQLite: a trigger's RAISE is one).
-_REFUSE_NAME = {
-    "postgresql": [
-        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
-        " RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'name refused here';"
-        " END $$ LANGUAGE plpgsql",
-        "CREATE TRIGGER dbeat_test_refuse BEFORE INSERT ON dbeat_schedules FOR EACH ROW"
-        " WHEN (NEW.name = 'bad') EXECUTE FUNCTION dbeat_test_refuse()",
-    ],
-    "mysql": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE INSERT ON dbeat_schedules FOR EACH ROW"
-        " BEGIN IF NEW.name = 'bad' THEN"
-        " SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'name refused here';"
-        " END IF; END",
-    ],
-    "sqlite": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE INSERT ON dbeat_schedules WHEN NEW.name = 'bad'"
-        " BEGIN SELECT RAISE(ABORT, 'name refused here'); END",
-    ],
-}
-
-
 def test_an_entry_the_database_refuses_is_reported_and_the_others_are_synced(
     tables: Tables,
 ) -> None:
     """Before, the refusal failed the whole sync (and beat's start-up) however often it ran."""
-    dialect = tables.store.engine.dialect.name
-    for statement in _REFUSE_NAME["mysql" if dialect == "mariadb" else dialect]:
-        tables.execute(statement)
+    tables.refuse("INSERT", "dbeat_schedules", "name refused here", when="NEW.name = 'bad'")
     entries = [define(name, Every(60)) for name in ("a", "bad", "c")]
 
     report = tables.sync(entries, START)

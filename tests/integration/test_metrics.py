@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -31,16 +31,15 @@ from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.store import Store
 from tests.integration.conftest import (
     START,
-    F,
     MakeTicker,
     RecordingPublisher,
     Tables,
     run,
     settings,
-    task_id_of,
 )
 from tests.integration.test_backlog import SlowBroker
 from tests.integration.test_unreadable_rows import CORRUPT
+from tests.integration.test_write_isolation import occupy_task_id
 
 SECOND = timedelta(seconds=1)
 MINUTE = timedelta(minutes=1)
@@ -172,31 +171,12 @@ def test_queued_fires_counts_the_queued_catch_up_slots_as_they_drain(
 # dbeat_errors_total{component="schedule"} --------------------------------------------------------
 
 
-def _occupy_task_id(tables: Tables, victim: str, slot: datetime, holder: str) -> None:
-    """Record, under ``holder``, a fire holding the task id of ``victim``'s fire of ``slot``:
-    the database then refuses to record that fire (the task id is unique)."""
-    holder_id, task_id = tables.row(holder).id, task_id_of(victim, slot)
-    with tables.store.engine.begin() as conn:
-        conn.execute(
-            sa.insert(F).values(
-                schedule_id=holder_id,
-                slot=START - timedelta(days=1),
-                manual=False,
-                status="sent",
-                slot_count=1,
-                task_id=task_id,
-                recorded_at=START,
-                attempts=0,
-            )
-        )
-
-
 def test_a_schedule_set_aside_for_a_refused_write_counts_one_schedule_error(
     api: Schedules, tables: Tables, clock: FixedClock, publisher: RecordingPublisher
 ) -> None:
     for name in ("a", "victim", "b"):
         api.add(name, f"t.{name}", Every(60))
-    _occupy_task_id(tables, "victim", START + 2 * MINUTE, holder="b")
+    occupy_task_id(tables, "victim", 2, holder="b")
     before = _schedule_errors()
 
     run(_ticker(tables.store, publisher, clock), clock, START + 4 * MINUTE)

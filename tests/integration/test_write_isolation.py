@@ -37,7 +37,7 @@ from tests.services import pg_role
 MINUTE = timedelta(minutes=1)
 
 
-def _occupy_task_id(tables: Tables, victim: str, slot_of_victim: int, holder: str) -> None:
+def occupy_task_id(tables: Tables, victim: str, slot_of_victim: int, holder: str) -> None:
     """Record, under ``holder``, a fire holding the task id ``victim``'s fire of its
     ``slot_of_victim``-th slot will have: as a hand edit or an old bug could leave it."""
     task_id = task_id_of(victim, START + slot_of_victim * MINUTE)
@@ -67,7 +67,7 @@ def test_a_write_the_database_refuses_sets_that_schedule_aside_and_the_others_fi
 ) -> None:
     for name in ("a", "b", "victim", "c", "d"):
         api.add(name, f"t.{name}", Every(60))
-    _occupy_task_id(tables, "victim", 2, holder="d")
+    occupy_task_id(tables, "victim", 2, holder="d")
     caplog.set_level(logging.INFO, logger="celery_dbeat")
 
     run(make_ticker(), clock, START + 3 * MINUTE)
@@ -98,7 +98,7 @@ def test_a_schedule_set_aside_fires_again_once_its_timing_is_given_again(
 ) -> None:
     api.add("victim", "t.v", Every(60))
     api.add("other", "t.o", Every(60))
-    _occupy_task_id(tables, "victim", 1, holder="other")
+    occupy_task_id(tables, "victim", 1, holder="other")
     ticker = make_ticker()
     run(ticker, clock, START + MINUTE)
     assert api.get("victim").state == "error"
@@ -110,26 +110,6 @@ def test_a_schedule_set_aside_fires_again_once_its_timing_is_given_again(
 
     assert api.get("victim").state == "active"
     assert ("victim", START + 3 * MINUTE) in publisher.fires
-
-
-#: A trigger that refuses every change of a fire row (marking it sent), as a server-side rule or
-#: a permission would: the database answers, so it is not an outage.
-_REFUSE_UPDATES = {
-    "postgresql": [
-        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
-        " RAISE EXCEPTION 'changes are refused here'; END $$ LANGUAGE plpgsql",
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires"
-        " FOR EACH ROW EXECUTE FUNCTION dbeat_test_refuse()",
-    ],
-    "mysql": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires FOR EACH ROW"
-        " SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'changes are refused here'",
-    ],
-    "sqlite": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires"
-        " BEGIN SELECT RAISE(ABORT, 'changes are refused here'); END",
-    ],
-}
 
 
 # SQLite reports a trigger's RAISE as a constraint failed: one schedule's refusal (below), not the
@@ -144,8 +124,9 @@ def test_a_tick_the_database_refuses_is_reported_as_refused_never_as_unreachable
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     api.add("a", "t.a", Every(1))
-    for statement in _statements(_REFUSE_UPDATES, tables):
-        tables.execute(statement)
+    # A rule that refuses every change of a fire row (marking it sent), as a server-side rule or
+    # a permission would: the database answers, so it is not an outage.
+    tables.refuse("UPDATE", "dbeat_fires", "changes are refused here", constraint=False)
     ticker = make_ticker()
     caplog.set_level(logging.INFO, logger="celery_dbeat")
 
@@ -164,35 +145,6 @@ def test_a_tick_the_database_refuses_is_reported_as_refused_never_as_unreachable
     assert all(s > 0 for s in sleeps)  # backs off instead of spinning
 
 
-def _statements(by_dialect: dict[str, list[str]], tables: Tables, **values: object) -> list[str]:
-    dialect = tables.store.engine.dialect.name
-    return [s.format(**values) for s in by_dialect["mysql" if dialect == "mariadb" else dialect]]
-
-
-#: A trigger that refuses, as a constraint would, to mark the fires of one schedule sent.
-_REFUSE_SENT = {
-    "postgresql": [
-        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
-        " RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'refused for victim';"
-        " END $$ LANGUAGE plpgsql",
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires FOR EACH ROW"
-        " WHEN (NEW.status = 'sent' AND OLD.schedule_id = {victim})"
-        " EXECUTE FUNCTION dbeat_test_refuse()",
-    ],
-    "mysql": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires FOR EACH ROW"
-        " BEGIN IF NEW.status = 'sent' AND OLD.schedule_id = {victim} THEN"
-        " SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'refused for victim';"
-        " END IF; END",
-    ],
-    "sqlite": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE UPDATE ON dbeat_fires"
-        " WHEN NEW.status = 'sent' AND OLD.schedule_id = {victim}"
-        " BEGIN SELECT RAISE(ABORT, 'refused for victim'); END",
-    ],
-}
-
-
 def test_a_fire_the_database_refuses_to_mark_sent_costs_its_schedule_and_is_never_sent_again(
     api: Schedules,
     tables: Tables,
@@ -205,8 +157,9 @@ def test_a_fire_the_database_refuses_to_mark_sent_costs_its_schedule_and_is_neve
     fire of the batch, the other schedules' too, was taken over and published again."""
     for name in ("a", "victim", "c"):
         api.add(name, f"t.{name}", Every(60))
-    for statement in _statements(_REFUSE_SENT, tables, victim=tables.row("victim").id):
-        tables.execute(statement)
+    victim = tables.row("victim").id
+    when = f"NEW.status = 'sent' AND OLD.schedule_id = {victim}"
+    tables.refuse("UPDATE", "dbeat_fires", "refused for victim", when=when)
     caplog.set_level(logging.INFO, logger="celery_dbeat")
 
     run(make_ticker(), clock, START + 5 * MINUTE)
@@ -229,26 +182,6 @@ def test_a_fire_the_database_refuses_to_mark_sent_costs_its_schedule_and_is_neve
     assert not [m for m in errors if "unreachable" in m or "this tick's work" in m]
 
 
-#: A site rule that refuses, as a constraint would, to delete fire rows.
-_REFUSE_DELETES = {
-    "postgresql": [
-        "CREATE FUNCTION dbeat_test_refuse() RETURNS trigger AS $$ BEGIN"
-        " RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'history is kept here';"
-        " END $$ LANGUAGE plpgsql",
-        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires FOR EACH ROW"
-        " EXECUTE FUNCTION dbeat_test_refuse()",
-    ],
-    "mysql": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires FOR EACH ROW"
-        " SIGNAL SQLSTATE '23000' SET MYSQL_ERRNO = 1048, MESSAGE_TEXT = 'history is kept here'",
-    ],
-    "sqlite": [
-        "CREATE TRIGGER dbeat_test_refuse BEFORE DELETE ON dbeat_fires"
-        " BEGIN SELECT RAISE(ABORT, 'history is kept here'); END",
-    ],
-}
-
-
 def test_a_prune_the_database_refuses_keeps_the_history_and_every_schedule_fires(
     api: Schedules,
     tables: Tables,
@@ -261,8 +194,7 @@ def test_a_prune_the_database_refuses_keeps_the_history_and_every_schedule_fires
     api.add("a", "t.a", Every(60))
     ticker = make_ticker(history_retention="1m")
     run(ticker, clock, START + 2 * MINUTE)  # fires old enough to prune
-    for statement in _statements(_REFUSE_DELETES, tables):
-        tables.execute(statement)
+    tables.refuse("DELETE", "dbeat_fires", "history is kept here")
     caplog.set_level(logging.INFO, logger="celery_dbeat")
     publisher.clear()
 
