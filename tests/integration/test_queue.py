@@ -188,3 +188,26 @@ def test_a_beat_drains_a_catch_up_after_its_on_time_fires_one_publish_per_slot(
     late = [slot for name, slot in publisher.fires[2:] if name == "late"]
     assert late == slots(START - 119 * MINUTE, MINUTE, START)
     assert len(publisher.task_ids) == len(set(publisher.task_ids))
+
+
+def test_a_queued_run_the_database_refuses_to_lease_costs_its_schedule_and_the_others_drain(
+    api: Schedules, tables: Tables, make_ticker: MakeTicker, store: Store
+) -> None:
+    """Before, the refusal failed every claim of queued fires: no catch-up drained at all."""
+    now = _queue(api, tables, make_ticker, a=30, victim=20, c=10)
+    victim = tables.row("victim").id
+    when = f"OLD.status = 'queued' AND NEW.status <> 'failed' AND OLD.schedule_id = {victim}"
+    tables.refuse("UPDATE", "dbeat_fires", "leases refused here", when=when)
+
+    # A claim that met only the refused run leases nothing; the next one goes on.
+    chunks = _claim_all(store, now, limit=7) + _claim_all(store, now, limit=7)
+
+    sent = [(r.schedule_name, r.slot) for chunk in chunks for r in chunk]
+    assert sorted(sent) == sorted(
+        [("a", s) for s in slots(now - 30 * MINUTE, MINUTE, now - MINUTE)]
+        + [("c", s) for s in slots(now - 10 * MINUTE, MINUTE, now - MINUTE)]
+    )
+    (run,) = [r for r in tables.fires("victim") if r.slot_count == 20]
+    assert run.status == FireStatus.FAILED.value
+    assert run.error.startswith("not sent: the database refused to lease its queued slots")
+    assert api.get("victim").state == "error"
