@@ -10,11 +10,18 @@ lane could not test it.
     python -m tests.floors extras        # every extra, comma-separated, for .[...]
     python -m tests.floors check         # the installed versions are the floors, or exit 1
     python -m tests.floors oracles       # the test tools pinned for newer Pythons, for pip
+    python -m tests.floors newest NAME   # NAME's newest admitted major, for pip
+    python -m tests.floors group NAME [--without PKG ...]   # a dependency group, for pip
 
 The test tools pinned exactly (cronsim, the cron tests' oracle) are the same on every lane:
 ``oracles`` prints those of the ``test`` group that a marker keeps from this Python (cronsim 2.8
 declares Python >=3.11 and runs on 3.10), which ``.ci/floors`` installs over the group's
 stand-in with ``--ignore-requires-python``.
+
+The lane's second step, ``.ci/newest-django``, tests the other end of a capped range: ``newest
+django`` prints the constraint to the newest major the cap admits (``Django>=4.2,<7``:
+``django>=6,<7``), so that pip installs its newest release; ``group test --without ...`` the
+test tools but those that would hold it back.
 """
 
 from __future__ import annotations
@@ -67,6 +74,44 @@ def floors(found: Iterable[Requirement]) -> dict[str, Version]:
     return result
 
 
+def newest(found: Iterable[Requirement], name: str) -> str:
+    """The constraint to the newest release series ``name``'s cap admits: ``<7`` admits 6.x
+    (``name>=6,<7``), ``<6.1`` admits 6.0.x (``name>=6,<6.1``). Refused without a cap (``<X``):
+    there is no top of the range to test."""
+    name = canonicalize_name(name)
+    caps = [
+        Version(s.version)
+        for r in found
+        if canonicalize_name(r.name) == name
+        for s in r.specifier
+        if s.operator == "<"
+    ]
+    if not caps:
+        raise SystemExit(f"pyproject.toml: {name} declares no upper bound (<X) to test below")
+    cap = min(caps)
+    major = cap.release[0]
+    lowest = major - 1 if all(part == 0 for part in cap.release[1:]) else major
+    return f"{name}>={lowest},<{cap}"
+
+
+def group_requirements(name: str, without: Iterable[str] = (), path: Path = PYPROJECT) -> list[str]:
+    """The requirements of dependency group ``name`` as written (markers kept, included groups
+    expanded), but those of the packages named in ``without``."""
+    groups = tomllib.loads(path.read_text())["dependency-groups"]
+    left_out = {canonicalize_name(package) for package in without}
+
+    def expand(group_name: str) -> list[str]:
+        found = []
+        for entry in groups[group_name]:
+            if isinstance(entry, dict):
+                found += expand(entry["include-group"])
+            elif canonicalize_name(Requirement(entry).name) not in left_out:
+                found.append(entry)
+        return found
+
+    return expand(name)
+
+
 def oracles(path: Path = PYPROJECT) -> list[str]:
     """The newest exact pin of each tool in the ``test`` group where a marker keeps it from this
     Python (and an older pin stands in)."""
@@ -92,6 +137,10 @@ def main(argv: list[str]) -> int:
             print(f"{name}=={version}")
     elif command == "oracles":
         print(" ".join(oracles()))
+    elif command == "newest" and len(argv) == 2:
+        print(newest(requirements(table), argv[1]))
+    elif command == "group" and len(argv) >= 2 and all(a == "--without" for a in argv[2::2]):
+        print("\n".join(group_requirements(argv[1], argv[3::2])))
     elif command == "extras":
         print(",".join(sorted(table.get("optional-dependencies", {}))))
     elif command == "check":

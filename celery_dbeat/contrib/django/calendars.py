@@ -143,9 +143,12 @@ class CalendarAdmin(OnScheduleDatabase):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("name", "version", "updated") if obj is not None else ()
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        """No bulk delete: Django's would report calendars deleted that the API kept in use."""
-        actions: dict[str, Any] = super().get_actions(request)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
+        """No bulk delete: Django's would report calendars deleted that the API kept in use.
+        ``action_location``: where the actions show, which Django passes from 6.1 on (and warns
+        about an override that does not take it); ``None`` before."""
+        where = {} if action_location is None else {"action_location": action_location}
+        actions: dict[str, Any] = super().get_actions(request, **where)
         actions.pop("delete_selected", None)
         return actions
 

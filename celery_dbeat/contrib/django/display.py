@@ -170,9 +170,12 @@ def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
 #: The recent fires scroll sideways in a box of their own, as Django's own lists do. The form
 #: row around them hides what overflows, and the read-only field (a flex item, ``readonly``
 #: class, of the ``recent_fires`` row) would otherwise be as wide as the table: the right-hand
-#: columns were cut off on a window 1400 px wide. No static file: the app ships none.
+#: columns were cut off on a window 1400 px wide. Its flex container is a row beside the label
+#: up to Django 6.0, where ``min-width: 0`` lets it shrink; from 6.1 on a column that aligns
+#: its items to the start, where only ``align-self: stretch`` holds it to the row's width. No
+#: static file: the app ships none.
 RECENT_FIRES_STYLE = mark_safe(
-    "<style>.field-recent_fires div.readonly { min-width: 0; }"
+    "<style>.field-recent_fires div.readonly { min-width: 0; align-self: stretch; }"
     " .dbeat-recent-fires-box { overflow-x: auto; }</style>"
 )
 

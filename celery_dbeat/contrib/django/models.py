@@ -60,13 +60,17 @@ class ReadOnlyModel(models.Model):
     save = delete = _refuse
 
     @classmethod
-    def from_db(cls, db: str | None, field_names: Sequence[str], values: Sequence[Any]) -> Any:
+    def from_db(
+        cls, db: str | None, field_names: Sequence[str], values: Sequence[Any], **options: Any
+    ) -> Any:
+        """``options``: what Django passes on (``fetch_mode`` from Django 6.1 on, which warns
+        about an override that does not take it)."""
         pairs = zip(field_names, values, strict=True)
         bad = {n: v for n, v in pairs if isinstance(v, UnreadableInstant)}
         if not bad:
-            return super().from_db(db, field_names, values)
+            return super().from_db(db, field_names, values, **options)
         readable = [None if isinstance(v, UnreadableInstant) else v for v in values]
-        row = super().from_db(db, field_names, readable)
+        row = super().from_db(db, field_names, readable, **options)
         reasons = [str(v) if len(bad) == 1 else f"{n}: {v}" for n, v in bad.items()]
         row.unreadable = Unreadable(tuple(bad), "; ".join(reasons), cls._meta.db_table)
         if "last_error" in field_names:
