@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import (
@@ -33,11 +34,13 @@ from ..core.fires import (
 from .clock import DatabaseClock
 from .due import skips_locked
 from .fires import PUBLISH_COLUMNS, set_refused_fire_aside, set_unreadable_fires_aside
-from .isolation import isolated
+from .isolation import isolated, set_fire_aside
 from .models import F, S
-from .reading import chunked
+from .reading import chunked, unreadable_message
 
 __all__ = ["claim_queued", "queue_slots", "queued_backlog", "queued_slots"]
+
+logger = get_logger(__name__)
 
 _QUEUED = F.c.status == FireStatus.QUEUED.value
 #: Queued rows a claim locks first; it locks more only if these hold fewer slots than it takes.
@@ -51,24 +54,30 @@ def _slots_of(row: Any) -> list[datetime]:
 
 def _take(
     rows: Sequence[Any], limit: int, now: datetime
-) -> tuple[list[tuple[int, datetime]], dict[int, list[datetime]]]:
+) -> tuple[list[tuple[int, datetime]], dict[int, list[datetime]], dict[int, str]]:
     """Up to ``limit`` queued slots of ``rows`` (in the order of their oldest slot) whose time has
     come, each row's oldest first, as ``(index of the row, slot)``; and the slots of each row
     that gave any (a run's JSON is read only then). A run gives as many as it can before the
     next row is taken from: its remaining slots are written back once per claim, not once per
     slot (taken oldest first across all runs, a week's catch-up of every-minute schedules
-    interleaves, and every slot cost a rewrite of its run)."""
+    interleaves, and every slot cost a rewrite of its run). Last, the runs whose stored slots
+    cannot be read (hand-edited JSON), with why: none of their slots is taken."""
     slots: dict[int, list[datetime]] = {}
+    unreadable: dict[int, str] = {}
     taken: list[tuple[int, datetime]] = []
     for i, row in enumerate(rows):
         if len(taken) >= limit:
             break
-        slots[i] = _slots_of(row)
+        try:
+            slots[i] = _slots_of(row)
+        except (ValueError, TypeError) as exc:
+            unreadable[i] = str(exc)
+            continue
         for slot in slots[i][: limit - len(taken)]:
             if slot > now:
                 break
             taken.append((i, slot))
-    return taken, slots
+    return taken, slots, unreadable
 
 
 def _recorded(
@@ -105,7 +114,11 @@ def claim_queued(
     with engine.begin() as conn:
         now, lease_until = clock.moved(conn, now, lease_until)
         rows = _queued_rows(conn, engine, now, limit)
-        taken, runs = _take(rows, limit, now)
+        taken, runs, unreadable = _take(rows, limit, now)
+        for i, why in unreadable.items():
+            problem = unreadable_message(("slots",), why, F.name)
+            logger.error("dbeat: queued fire %d set aside: %s", rows[i].id, problem)
+            set_fire_aside(conn, rows[i].id, problem)
         slots: dict[int, list[datetime]] = {}
         for i, slot in taken:
             slots.setdefault(i, []).append(slot)

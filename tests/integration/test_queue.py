@@ -211,3 +211,20 @@ def test_a_queued_run_the_database_refuses_to_lease_costs_its_schedule_and_the_o
     assert run.status == FireStatus.FAILED.value
     assert run.error.startswith("not sent: the database refused to lease its queued slots")
     assert api.get("victim").state == "error"
+
+
+def test_a_queued_run_whose_slots_cannot_be_read_is_set_aside_and_the_others_drain(
+    api: Schedules, tables: Tables, make_ticker: MakeTicker, store: Store
+) -> None:
+    """Before, the bad JSON failed every claim of queued fires: no catch-up drained at all."""
+    now = _queue(api, tables, make_ticker, a=30, victim=20)
+    (run,) = [r for r in tables.fires("victim") if r.slot_count == 20]
+    tables.execute("UPDATE dbeat_fires SET slots = 'not json' WHERE id = :id", id=run.id)
+
+    chunks = _claim_all(store, now, limit=7)
+
+    sent = [(r.schedule_name, r.slot) for chunk in chunks for r in chunk]
+    assert sorted(sent) == [("a", s) for s in slots(now - 30 * MINUTE, MINUTE, now - MINUTE)]
+    (failed,) = [r for r in tables.fires("victim") if r.id == run.id]
+    assert failed.status == FireStatus.FAILED.value
+    assert failed.error.startswith("stored value of slots cannot be read")
