@@ -55,7 +55,7 @@ from .store.audit import Entry
 from .store.backfill import BackfillReport
 from .store.calendars import load_calendar
 from .store.health import unhealthy_candidates
-from .task_names import unknown_task_warning, unknown_tasks
+from .task_names import warn_unknown_tasks
 
 __all__ = [
     "UNHEALTHY_REASONS",
@@ -366,11 +366,8 @@ class Schedules:
     def _warn_unknown_tasks(self, definitions: Iterable[Definition]) -> None:
         """Log the warning about the tasks of ``definitions`` that :attr:`app` does not register
         (nothing without an app, or inside :meth:`quiet_about_unknown_tasks`)."""
-        if self.app is None or _TOLD_BY_CALLER.get():
-            return
-        unknown = unknown_tasks(self.app, definitions)
-        if unknown:
-            logger.warning("dbeat: %s", unknown_task_warning(unknown.values(), self.app.main))
+        if self.app is not None and not _TOLD_BY_CALLER.get():
+            warn_unknown_tasks(self.app, definitions, log=logger, source="")
 
     def _now(self, conn: Connection) -> datetime:
         """When a write happens. This host's clock (a :class:`SystemClock`) gives way to the

@@ -9,6 +9,7 @@ or ``--from``), ``dbeat sync``, beat's own sync of ``beat_schedule`` (a log line
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Collection, Iterable, Mapping
@@ -93,10 +94,16 @@ def unknown_task_warning(tasks: Collection[str], app_name: str | None = None) ->
     )
 
 
-def warn_unknown_tasks(app: Any, definitions: Iterable[Definition]) -> Mapping[str, str]:
-    """Log :func:`unknown_task_warning` for ``definitions`` (beat's ``beat_schedule`` sync);
-    returns :func:`unknown_tasks`."""
+def warn_unknown_tasks(
+    app: Any,
+    definitions: Iterable[Definition],
+    *,
+    log: logging.Logger = logger,
+    source: str = "beat_schedule: ",
+) -> Mapping[str, str]:
+    """Log :func:`unknown_task_warning` for ``definitions`` on ``log``, after ``source`` (by
+    default: beat's ``beat_schedule`` sync); returns :func:`unknown_tasks`."""
     unknown = unknown_tasks(app, definitions)
     if unknown:
-        logger.warning("dbeat: beat_schedule: %s", unknown_task_warning(unknown.values(), app.main))
+        log.warning("dbeat: %s%s", source, unknown_task_warning(unknown.values(), app.main))
     return unknown

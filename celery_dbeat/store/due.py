@@ -34,7 +34,7 @@ from ..core.fires import (
 )
 from .clock import DatabaseClock
 from .failures import driver_message
-from .isolation import isolated, set_schedule_aside
+from .isolation import aside_values, isolated, set_schedule_aside
 from .models import F, S
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
 from .schedules import ensure_uid
@@ -115,7 +115,7 @@ def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int
     conn.execute(
         sa.update(S)
         .where(S.c.id == sa.bindparam("row_id"))
-        .values(next_run_at=None, due_at=None, last_error=sa.bindparam("error")),
+        .values(aside_values(sa.bindparam("error"))),
         [{"row_id": i, "error": e} for i, e in problems.items()],
     )
     for row in rows:
@@ -150,6 +150,7 @@ class DueBatch:
         beat: str,
         now: datetime,
         lease_clock: Callable[[Connection, datetime], datetime],
+        set_aside: int = 0,
     ):
         self._lease_clock = lease_clock
         self._conn = connection
@@ -160,7 +161,7 @@ class DueBatch:
         #: to another beat or an edit).
         self.applied: list[Transition] = []
         #: Schedules set aside while claiming: a stored value could not be read.
-        self.set_aside = 0
+        self.set_aside = set_aside
 
     @property
     def connection(self) -> Connection:
@@ -436,6 +437,4 @@ def claim_due(
             rows += [
                 _identified(conn, ScheduleRow.from_row(r)) for r in found if r.id not in problems
             ]
-        batch = DueBatch(conn, rows, beat, now, clock.now)
-        batch.set_aside = set_aside
-        yield batch
+        yield DueBatch(conn, rows, beat, now, clock.now, set_aside)

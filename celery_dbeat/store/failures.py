@@ -65,11 +65,17 @@ def _mysql_errno(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def _sqlite_error(exc: BaseException) -> BaseException | None:
+    """The driver's error under ``exc`` if it is SQLite's."""
+    orig = getattr(exc, "orig", None)
+    return orig if type(orig).__module__ == "sqlite3" else None
+
+
 def _sqlite_code(exc: BaseException) -> int | None:
     """SQLite's primary result code of ``exc`` (``None``: not an error of SQLite's, or one
     without a code before Python 3.11 whose message is not one of :data:`_SQLITE_MESSAGES`)."""
-    orig = getattr(exc, "orig", None)
-    if type(orig).__module__ != "sqlite3":
+    orig = _sqlite_error(exc)
+    if orig is None:
         return None
     code = getattr(orig, "sqlite_errorcode", None)
     if isinstance(code, int):
@@ -105,7 +111,7 @@ def is_disconnect(exc: BaseException) -> bool:
     errno = _mysql_errno(exc)
     if errno is not None:
         return errno >= _MYSQL_CLIENT_ERRORS or errno in _DISCONNECT_MYSQL_ERRORS
-    if type(getattr(exc, "orig", None)).__module__ == "sqlite3":
+    if _sqlite_error(exc) is not None:
         return _sqlite_code(exc) == _SQLITE_CANTOPEN
     # No code: psycopg's "connection failed".
     return True

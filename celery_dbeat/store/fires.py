@@ -4,9 +4,9 @@ is :mod:`.runs`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from celery.utils.log import get_logger
@@ -26,14 +26,18 @@ __all__ = [
     "claim_stale_pending",
     "extend_leases",
     "fire_history",
+    "lease_each",
     "mark_publish_failed",
     "mark_sent",
     "record_manual_fire",
     "set_refused_fire_aside",
+    "set_unreadable_fire_aside",
     "set_unreadable_fires_aside",
 ]
 
 logger = get_logger(__name__)
+
+T = TypeVar("T")
 
 #: What a recorded fire needs to be published: its row joined with its schedule's payload.
 PUBLISH_COLUMNS = [
@@ -175,19 +179,39 @@ def claim_stale_pending(
                     taken.append(PublishRequest.from_row(r, lease_until))
             return taken
 
-        claimed, refused = isolated(conn, rows, take)
-        for r, exc in refused:
-            set_refused_fire_aside(conn, r.id, "take it over", exc)
-    return [request for part in claimed for request in part]
+        return lease_each(conn, rows, take, "take it over", lambda row: int(row.id))
+
+
+def lease_each(
+    conn: Connection,
+    items: Sequence[T],
+    lease: Callable[[Sequence[T]], list[PublishRequest]],
+    what: str,
+    fire_id: Callable[[T], int],
+) -> list[PublishRequest]:
+    """``lease`` (which leases some of ``items``, recorded fires, to this beat and returns the
+    fires to publish) over ``items``, :func:`.isolation.isolated`: an item whose write the
+    database refuses is set aside (:func:`set_refused_fire_aside`, ``what`` saying which write;
+    ``fire_id`` giving the item's fire row) and the others are leased."""
+    leased, refused = isolated(conn, items, lease)
+    for item, exc in refused:
+        set_refused_fire_aside(conn, fire_id(item), what, exc)
+    return [request for part in leased for request in part]
+
+
+def set_unreadable_fire_aside(conn: Connection, fire_id: int, problem: str) -> None:
+    """Record fire ``fire_id``, which holds ``problem``: a value that cannot be read, ``failed``
+    with it."""
+    logger.error("dbeat: recorded fire %d set aside: %s", fire_id, problem)
+    set_fire_aside(conn, fire_id, problem)
 
 
 def set_unreadable_fires_aside(conn: Connection, query: sa.Select[Any]) -> list[Row[Any]]:
     """The rows of ``query`` (fires joined with their schedules); a fire that holds a value the
-    driver cannot read is recorded ``failed`` with what cannot be read, and left out."""
+    driver cannot read is set aside (:func:`set_unreadable_fire_aside`) and left out."""
     rows, problems = read_rows(conn, query, key=F.c.id)
     for fire_id, problem in problems.items():
-        logger.error("dbeat: recorded fire %d set aside: %s", fire_id, problem)
-        set_fire_aside(conn, fire_id, problem)
+        set_unreadable_fire_aside(conn, fire_id, problem)
     return [r for r in rows if r.id not in problems]
 
 

@@ -28,7 +28,14 @@ from ..core.fires import FireStatus
 from .failures import driver_message, is_refusal
 from .models import F, S
 
-__all__ = ["Refused", "isolated", "set_fire_aside", "set_schedule_aside", "storable"]
+__all__ = [
+    "Refused",
+    "aside_values",
+    "isolated",
+    "set_fire_aside",
+    "set_schedule_aside",
+    "storable",
+]
 
 logger = get_logger(__name__)
 
@@ -70,6 +77,11 @@ def storable(text: str | None, limit: int) -> str | None:
     return text[:limit]
 
 
+def aside_values(error: object) -> dict[str, object]:
+    """The columns of a schedule set aside with ``error`` (a message, or a bind parameter)."""
+    return {"next_run_at": None, "due_at": None, "last_error": error}
+
+
 def set_schedule_aside(
     conn: Connection,
     schedule_id: int,
@@ -86,7 +98,7 @@ def set_schedule_aside(
         where.append(S.c.version == version)
     return _try(
         conn,
-        sa.update(S).where(*where).values(next_run_at=None, due_at=None, last_error=error),
+        sa.update(S).where(*where).values(aside_values(error)),
         f"schedule {schedule_id}" if name is None else f"schedule {name!r}",
     )
 

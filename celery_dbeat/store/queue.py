@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import (
@@ -33,14 +32,16 @@ from ..core.fires import (
 )
 from .clock import DatabaseClock
 from .due import skips_locked
-from .fires import PUBLISH_COLUMNS, set_refused_fire_aside, set_unreadable_fires_aside
-from .isolation import isolated, set_fire_aside
+from .fires import (
+    PUBLISH_COLUMNS,
+    lease_each,
+    set_unreadable_fire_aside,
+    set_unreadable_fires_aside,
+)
 from .models import F, S
 from .reading import chunked, unreadable_message
 
 __all__ = ["claim_queued", "queue_slots", "queued_backlog", "queued_slots"]
-
-logger = get_logger(__name__)
 
 _QUEUED = F.c.status == FireStatus.QUEUED.value
 #: Queued rows a claim locks first; it locks more only if these hold fewer slots than it takes.
@@ -116,20 +117,17 @@ def claim_queued(
         rows = _queued_rows(conn, engine, now, limit)
         taken, runs, unreadable = _take(rows, limit, now)
         for i, why in unreadable.items():
-            problem = unreadable_message(("slots",), why, F.name)
-            logger.error("dbeat: queued fire %d set aside: %s", rows[i].id, problem)
-            set_fire_aside(conn, rows[i].id, problem)
+            set_unreadable_fire_aside(conn, rows[i].id, unreadable_message(("slots",), why, F.name))
         slots: dict[int, list[datetime]] = {}
         for i, slot in taken:
             slots.setdefault(i, []).append(slot)
-
-        def lease(indices: Sequence[int]) -> list[PublishRequest]:
-            return _lease(conn, [(rows[i], slots[i], runs[i]) for i in indices], lease_until, beat)
-
-        leased, refused = isolated(conn, sorted(slots), lease)
-        for i, exc in refused:
-            set_refused_fire_aside(conn, rows[i].id, "lease its queued slots", exc)
-    return [request for part in leased for request in part]
+        return lease_each(
+            conn,
+            [(rows[i], chosen, runs[i]) for i, chosen in slots.items()],
+            lambda part: _lease(conn, part, lease_until, beat),
+            "lease its queued slots",
+            lambda item: int(item[0].id),
+        )
 
 
 def _lease(

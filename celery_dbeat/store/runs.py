@@ -26,8 +26,8 @@ from sqlalchemy.engine import Connection, Engine, Row
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..core.overlap import OverlapPolicy, RunState
 from .database import Store
-from .fires import PUBLISH_COLUMNS, set_refused_fire_aside, set_unreadable_fires_aside
-from .isolation import isolated, storable
+from .fires import PUBLISH_COLUMNS, lease_each, set_unreadable_fires_aside
+from .isolation import storable
 from .models import F, S
 from .outcomes import FailurePause, count_outcomes, lock_outcomes
 from .pruning import FIRE_COLUMNS, delete_in_batches, forget_fires
@@ -273,10 +273,7 @@ def release_buffered(
             return released
 
         rows = set_unreadable_fires_aside(conn, query)
-        released, refused = isolated(conn, rows, release)
-        for r, exc in refused:
-            set_refused_fire_aside(conn, r.id, "release it", exc)
-    return [request for part in released for request in part]
+        return lease_each(conn, rows, release, "release it", lambda row: int(row.id))
 
 
 def prune_history(

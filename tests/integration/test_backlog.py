@@ -64,6 +64,25 @@ def _backdate(tables: Tables, names: list[str], behind: timedelta) -> None:
         tables.update(name, next_run_at=row.next_run_at - behind)
 
 
+def add_catch_up(
+    api: Schedules, tables: Tables, clock: FixedClock, names: list[str], behind: timedelta
+) -> None:
+    """Every-minute schedules ``names`` of policy ``all``, each ``behind`` behind (as if every
+    beat had been down), and one every-second schedule whose slots must stay on time; the
+    clock a minute on."""
+    api.add_many(
+        [
+            Definition.create(
+                name=n, task="t", schedule=Every(60), misfire_policy="all", start_at=ANCHOR
+            )
+            for n in names
+        ]
+    )
+    clock.advance(MINUTE)
+    api.add("every-second", "t.s", Every(1))
+    _backdate(tables, names, behind)
+
+
 def test_a_catch_up_is_queued_and_drains_after_the_on_time_fires_oldest_first(
     api: Schedules, tables: Tables, make_ticker: MakeTicker, clock: FixedClock
 ) -> None:
@@ -86,17 +105,7 @@ def test_while_a_large_catch_up_drains_every_on_time_slot_goes_out_within_a_chun
     api: Schedules, tables: Tables, make_ticker: MakeTicker, clock: FixedClock
 ) -> None:
     catch_up = [f"backlog-{i}" for i in range(20)]
-    api.add_many(
-        [
-            Definition.create(
-                name=n, task="t", schedule=Every(60), misfire_policy="all", start_at=ANCHOR
-            )
-            for n in catch_up
-        ]
-    )
-    clock.advance(MINUTE)
-    api.add("every-second", "t.s", Every(1))
-    _backdate(tables, catch_up, 100 * MINUTE)  # 20 x 100 = 2,000 queued fires
+    add_catch_up(api, tables, clock, catch_up, 100 * MINUTE)  # 20 x 100 = 2,000 queued fires
     broker = SlowBroker(clock, 0.005)  # 200 a second: the backlog takes 10 s of the clock
     ticker = make_ticker(publish=broker)
 

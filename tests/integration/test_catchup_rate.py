@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import FireStatus
-from tests.integration.conftest import START, MakeTicker, Tables, run
-from tests.integration.test_backlog import SlowBroker
+from tests.integration.conftest import MakeTicker, Tables, run
+from tests.integration.test_backlog import SlowBroker, add_catch_up
 
 SECOND = timedelta(seconds=1)
 MINUTE = timedelta(minutes=1)
-#: Intervals anchored this long before :data:`START`, so that their grid reaches back.
-ANCHOR = START - timedelta(hours=3)
 #: The catch-up: this many schedules, each this many minutes behind (one queued slot a minute).
 SCHEDULES, BEHIND = 20, 50
 #: The broker takes a millisecond a message: about 1,000 a second, far above the rate below.
@@ -33,19 +29,7 @@ RATE = 20
 def _queue_catch_up(api: Schedules, tables: Tables, clock: FixedClock) -> datetime:
     """Every-minute schedules of policy ``all``, each :data:`BEHIND` slots behind, and one
     every-second schedule whose slots must stay on time. Returns now (when the beat starts)."""
-    names = [f"backlog-{i:02}" for i in range(SCHEDULES)]
-    api.add_many(
-        [
-            Definition.create(
-                name=n, task="t.b", schedule=Every(60), misfire_policy="all", start_at=ANCHOR
-            )
-            for n in names
-        ]
-    )
-    clock.advance(MINUTE)
-    api.add("every-second", "t.s", Every(1))
-    for name in names:  # as if every beat had been down for BEHIND minutes
-        tables.update(name, next_run_at=tables.row(name).next_run_at - BEHIND * MINUTE)
+    add_catch_up(api, tables, clock, [f"backlog-{i:02}" for i in range(SCHEDULES)], BEHIND * MINUTE)
     return clock.now()
 
 
