@@ -1,6 +1,7 @@
-"""The last day of the load picture (:mod:`celery_dbeat.core.load`): per hour, the fires sent,
-their lag (``sent_at - slot``) p50 and p99, and the failed runs. Pure: the store counts the fires
-and reads the lags (:mod:`celery_dbeat.store.load`).
+"""The last day of the load picture (:mod:`celery_dbeat.core.load`): per hour, the fires sent
+(those a backfill sent apart), the lag (``sent_at - slot``) p50 and p99 of beat's own fires (a
+backfill sends old slots on purpose: its delay is not lag), and the failed runs. Pure: the
+store counts the fires and reads the lags (:mod:`celery_dbeat.store.load`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Hour:
     lag_p50: float | None
     lag_p99: float | None
     failed: int
+    #: Of ``sent``, the fires a backfill sent (not in the lag).
+    backfilled: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,11 @@ class PastDay:
     #: The figures are estimates from an even sample of the day's fires (it held more than the
     #: store reads): each count is the sample's scaled up, the lags are the sample's.
     sampled: bool = False
+    #: Of ``sent``, the fires a backfill sent (not in the lag).
+    backfilled: int = 0
+    #: Schedules with a ``history_limit``: their fires beyond the newest it keeps are pruned,
+    #: and only those kept are counted.
+    history_limited: int = 0
 
 
 def past_day(
@@ -49,10 +57,14 @@ def past_day(
     failed: Sequence[int],
     *,
     sampled: bool = False,
+    backfilled: Sequence[int] | None = None,
+    history_limited: int = 0,
 ) -> PastDay:
     """The day before ``end``, hour by hour: ``sent`` and ``failed`` count each hour's fires
     sent and failed runs (by slot, 24 of each); ``lags`` are ``(slot, seconds)`` of the fires
-    sent, all of them or (``sampled``) those of a sample."""
+    sent, all of them or (``sampled``) those of a sample; ``backfilled``: each hour's fires of
+    ``sent`` a backfill sent (their lags left out of ``lags``)."""
+    by_backfill = list(backfilled) if backfilled is not None else [0] * 24
     start = end - HORIZON
     by_hour: list[list[float]] = [[] for _ in range(24)]
     for slot, lag in lags:
@@ -67,6 +79,7 @@ def past_day(
             _percentile(by_hour[h], 50),
             _percentile(by_hour[h], 99),
             failed[h],
+            by_backfill[h],
         )
         for h in range(24)
     )
@@ -79,6 +92,8 @@ def past_day(
         _percentile(every, 99),
         sum(failed),
         sampled,
+        sum(by_backfill),
+        history_limited,
     )
 
 

@@ -22,6 +22,7 @@ aside, as beat sets it aside. Bounded work, whatever the number of rows:
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -165,12 +166,66 @@ class Load:
 
 @dataclass
 class _Group:
+    """The rows of one spec (and calendar) and one jitter. Rows whose bounds (``start_at``,
+    ``end_at``) or last run (``max_runs``) fall in the window are clipped to a span of it: the
+    minutes the span covers whole are counted from the spec's :attr:`~SpecWindow.pattern`
+    (``cover``, a difference array: +members where a span starts, -members where it ends), the
+    minutes at its two ends by :meth:`SpecWindow.sent_between` (``edges``)."""
+
     spec: SpecWindow
     jitter: float | None
+    #: Rows over the whole window, and rows clipped to a span of it.
     members: int = 0
+    clipped: int = 0
     names: list[str] = field(default_factory=list)
-    uids: list[str] = field(default_factory=list)
+    #: Jittered rows, hashed one by one: ``(uid, after, until, first, bounded)``, their span
+    #: (microseconds from the start) and first slot (an interval's own, else ``None``);
+    #: ``bounded``: an ``end_at`` ends the span (no slot after the last caps its jitter).
+    uids: list[tuple[str, int, int, int | None, bool]] = field(default_factory=list)
+    #: Slots these rows send in the window (how much jitter there is to hash).
+    slots: int = 0
+    #: Slots a calendar removes from the rows' windows.
+    excluded: int = 0
+    cover: list[int] | None = None
+    edges: dict[int, int] = field(default_factory=dict)
     fires: dict[int, float] = field(default_factory=dict)
+
+    def clip(self, members: int, after: int, until: int, first: int | None) -> None:
+        """Count ``members`` rows whose slots are those of the spec in ``(after, until]``."""
+        after = max(after, -1)  # no slot at the start itself: the window is (start, end]
+        until = min(until, _WINDOW_US)
+        if until <= after:
+            return
+        lo_full = (after + MINUTE_US) // MINUTE_US
+        hi_full = BUCKETS if until >= _WINDOW_US else min((until + 1) // MINUTE_US, BUCKETS - 1)
+        if lo_full < hi_full:
+            if self.cover is None:
+                self.cover = [0] * (BUCKETS + 1)
+            self.cover[lo_full] += members
+            self.cover[hi_full] -= members
+        for edge in {lo_full - 1, hi_full}:
+            if 0 <= edge < BUCKETS and not lo_full <= edge < hi_full:
+                lo = max(after, edge * MINUTE_US - 1)
+                hi = min(until, _WINDOW_US if edge == BUCKETS - 1 else (edge + 1) * MINUTE_US - 1)
+                count = self.spec.sent_between(lo, hi, first)
+                if count:
+                    self.edges[edge] = self.edges.get(edge, 0) + members * count
+
+    def slot_counts(self) -> dict[int, float]:
+        """Slots per minute bucket of all its rows, before jitter."""
+        counts = {b: float(c * self.members) for b, c in self.spec.pattern.items()}
+        if self.cover is not None:
+            running = 0
+            for b in range(BUCKETS):
+                running += self.cover[b]
+                if running and b in self.spec.pattern:
+                    counts[b] = counts.get(b, 0.0) + running * self.spec.pattern[b]
+        for b, count in self.edges.items():
+            counts[b] = counts.get(b, 0.0) + count
+        return {b: c for b, c in counts.items() if c}
+
+
+_WINDOW_US = micros(HORIZON)
 
 
 class LoadCounter:
@@ -220,9 +275,10 @@ class LoadCounter:
                 return
             calendar = named
         try:
-            key = self._key(row)
-            if key is None:
+            placed = self._place(row)
+            if placed is None:
                 return
+            key, after, until, first = placed
             if key in self._specs:
                 spec = self._specs[key]
             else:
@@ -238,53 +294,73 @@ class LoadCounter:
             return
         if spec is None:
             return
-        if row.max_runs is not None and spec.size is not None:
-            left = row.max_runs - row.run_count
-            if left < spec.size:  # the last runs fall in the window: a spec of its own
-                spec = spec.truncated(self.start, max(left, 0))
-                key = ("max_runs", key, left)
+        ended = until < _WINDOW_US  # by end_at
+        if row.max_runs is not None:
+            left = row.max_runs - (row.run_count or 0)
+            last = spec.nth_after(after, left, first) if left > 0 else after
+            if last is not None and last < until:  # the last run falls in the window
+                until, ended = last, False
         jitter = row.jitter or None
         group = self._groups.get((key, jitter))
         if group is None:
             group = self._groups[key, jitter] = _Group(spec, jitter)
-        group.members += members
         group.names.extend(names[: SAMPLE_NAMES - len(group.names)])
+        if after < 0 and until >= _WINDOW_US:
+            group.members += members
+            group.slots += members * (spec.size or 0)
+            group.excluded += members * spec.excluded
+            if jitter:
+                group.uids.append((row.uid, -1, _WINDOW_US, first, False))
+            return
+        group.clipped += members
+        group.clip(members, after, until, first)
+        if until > after:
+            sent = spec.sent_between(after, until, first)
+            group.slots += members * sent if spec.size is not None else 0
+            if spec.excluded:
+                group.excluded += members * (spec.all_between(after, until, first) - sent)
         if jitter:
-            group.uids.append(row.uid)
+            group.uids.append((row.uid, after, until, first, ended))
 
-    def _key(self, row: Any) -> Hashable | None:
-        """What places the row's slots in the window; ``None``: no slot in it."""
-        bounded = (row.start_at is not None and row.start_at > self.start) or (
-            row.end_at is not None and row.end_at < self.end
-        )
+    def _place(self, row: Any) -> tuple[Hashable, int, int, int | None] | None:
+        """What places the row's slots in the window (a key rows share), the span of the window
+        its bounds leave it, ``(after, until]`` in microseconds from the start (``after < 0``
+        and ``until`` at the window's end: all of it), and an interval's own first slot;
+        ``None``: no slot in the window."""
         if row.end_at is not None and row.end_at <= self.start:
             return None
+        after, until = -1, _WINDOW_US
+        if row.start_at is not None and row.start_at > self.start:
+            after = micros(row.start_at - self.start) - 1  # start_at <= slot
+        if row.end_at is not None and row.end_at < self.end:
+            until = micros(row.end_at - self.start)  # slot <= end_at
         if row.kind == "once":
             if row.run_at is None or not self.start < row.run_at <= self.end:
-                return None if row.run_at is not None else ("row", row.uid)
-            return ("once", row.run_at, row.start_at, row.end_at)
-        if bounded:
-            return ("row", row.uid)
+                return None if row.run_at is not None else (("row", row.uid), after, until, None)
+            return ("once", row.run_at), after, until, None
         if row.kind == "cron":
-            return ("cron", row.cron, row.timezone, row.dst_gap, row.dst_fold, row.cron_days)
+            key = ("cron", row.cron, row.timezone, row.dst_gap, row.dst_fold, row.cron_days)
+            return key, after, until, None
         if row.kind == "interval":
             anchor = row.start_at or row.anchor_at or row.created_at
             every = micros(timedelta(seconds=row.every))
-            if anchor is None or every <= 0 or anchor > self.start:
-                return ("row", row.uid)
+            if anchor is None or every <= 0:
+                return ("row", row.uid), after, until, None
+            if anchor > self.start:  # anchor + n * every, n >= 1: none at the anchor itself
+                after = max(after, micros(anchor - self.start))
             # The first slot after the start, as microseconds from it, is all that places the
-            # others. Only the minute it falls in matters when the period is whole minutes,
-            # only the second when whole seconds: rows differing by less share one key. Rows
-            # whose fires are hashed (jitter) or cut short (max_runs) keep their exact slots.
+            # others. Only the minute it falls in matters to the per-minute counts when the
+            # period is whole minutes, only the second when whole seconds: rows differing by
+            # less share one key. Each row's own first slot places its span's ends and its
+            # jittered fires exactly.
             first = every - micros(self.start - anchor) % every
-            unit = 1
-            if not row.jitter and row.max_runs is None:
-                unit = MINUTE_US if every % MINUTE_US == 0 else US if every % US == 0 else 1
+            unit = MINUTE_US if every % MINUTE_US == 0 else US if every % US == 0 else 1
             # A first slot off the unit's grid must stay before the window's end (itself on it).
-            return ("every", every, first // unit * unit, first % unit == 0)
+            grid = ("every", every, first // unit * unit, first % unit == 0)
+            return grid, after, until, first
         if row.kind == "solar":
-            return ("solar", row.solar_event, row.latitude, row.longitude)
-        return ("row", row.uid)
+            return ("solar", row.solar_event, row.latitude, row.longitude), after, until, None
+        return ("row", row.uid), after, until, None
 
     def _spec(self, key: Hashable, row: Any) -> SpecWindow | None:
         if isinstance(key, tuple) and key[0] == "every":
@@ -295,7 +371,22 @@ class LoadCounter:
                 build_timing(kind="interval", every=row.every, anchor_at=self.start)
                 self._periods.add(every)
             return interval_window(first, every, on_grid, _label(row))
-        timing = timing_of(row)  # as beat computes it
+        timing = build_timing(  # as beat computes it, without the row's bounds (its span)
+            kind=row.kind,
+            cron=row.cron,
+            timezone=row.timezone,
+            every=row.every,
+            run_at=row.run_at,
+            anchor_at=row.anchor_at or row.created_at,
+            dst_gap=row.dst_gap,
+            dst_fold=row.dst_fold,
+            cron_days=row.cron_days,
+            solar_event=row.solar_event,
+            latitude=row.latitude,
+            longitude=row.longitude,
+        )
+        if row.start_at is not None and row.end_at is not None and row.end_at < row.start_at:
+            timing_of(row)  # refused as beat refuses it
         return enumerated(timing, self.start, self.end, _label(row))
 
     def _excluding(self, spec: SpecWindow, calendar: Calendar) -> SpecWindow:
@@ -305,7 +396,7 @@ class LoadCounter:
         return spec.excluding(calendar, self.start, pieces)
 
     def result(self, *, top: int = 5) -> Load:
-        jittered = sum(g.members * (g.spec.size or 0) for g in self._groups.values() if g.jitter)
+        jittered = sum(g.slots for g in self._groups.values() if g.jitter)
         exact = jittered <= JITTER_BUDGET
         totals = [0.0] * BUCKETS
         for group in self._groups.values():
@@ -313,7 +404,7 @@ class LoadCounter:
             for minute, count in group.fires.items():
                 totals[minute] += count
         total = sum(totals)
-        excluded = sum(g.members * g.spec.excluded for g in self._groups.values())
+        excluded = sum(g.excluded for g in self._groups.values())
         threshold = (
             self.herd_at
             if self.herd_at is not None
@@ -346,36 +437,54 @@ class LoadCounter:
 
     def _fires(self, group: _Group, exact: bool) -> dict[int, float]:
         spec = group.spec
-        slots = spec.instants(self.start) if group.jitter else None
-        if slots is None:
+        if not group.jitter or (spec.slots is None and spec.offsets is None):
             # A dense spec's fires are less than a minute apart: jitter, capped at the gap to
             # the next slot, moves each by less than that, and the minute counts hardly change.
-            return {b: float(c * group.members) for b, c in spec.pattern.items()}
-        window = timedelta(seconds=group.jitter or 0)
+            return group.slot_counts()
+        window = timedelta(seconds=group.jitter)
         fires: dict[int, float] = {}
-        unsent = spec.unsent
         if exact:
-            # Due instants over the spec's slots, as beat computes them (a jittered fire stays
+            # Due instants over each row's slots, as beat computes them (a jittered fire stays
             # before the spec's next slot, excluded or not); then only the slots it sends.
-            ahead = [*slots, *([spec.after] if spec.after else [])]
-            for uid in group.uids:
+            for uid, after, until, first, bounded in group.uids:
+                slots, sent, following = self._row_slots(spec, after, until, first)
+                ahead = [*slots, *([following] if following and not bounded else [])]
                 for i, (_, due) in enumerate(list(due_times(uid, ahead, window))[: len(slots)]):
-                    if i not in unsent and due <= self.end:
+                    if sent[i] and due <= self.end:
                         b = bucket(self.start, due)
                         fires[b] = fires.get(b, 0.0) + 1
             return fires
-        following = [*slots[1:], spec.after]
-        for i, (slot, nxt) in enumerate(zip(slots, following, strict=True)):
-            if i in unsent:
-                continue
-            width = micros(min(window, nxt - slot) if nxt else window)
-            lo = micros(slot - self.start)
-            hi = min(lo + max(width, 1), micros(HORIZON))
-            for b in range(lo // MINUTE_US, (hi - 1) // MINUTE_US + 1):
-                part = min(hi, (b + 1) * MINUTE_US) - max(lo, b * MINUTE_US)
-                if part > 0 and b < BUCKETS:
-                    fires[b] = fires.get(b, 0.0) + group.members * part / max(width, 1)
+        # Beyond the budget: each minute's slots spread evenly over the jitter window (capped
+        # at the gap between slots), from the minute's middle.
+        width = micros(min(window, spec.gap) if spec.gap else window)
+        for b, count in group.slot_counts().items():
+            lo = b * MINUTE_US + MINUTE_US // 2
+            hi = min(lo + max(width, 1), _WINDOW_US)
+            for m in range(lo // MINUTE_US, (hi - 1) // MINUTE_US + 1):
+                part = min(hi, (m + 1) * MINUTE_US) - max(lo, m * MINUTE_US)
+                if part > 0 and m < BUCKETS:
+                    fires[m] = fires.get(m, 0.0) + count * part / max(width, 1)
         return fires
+
+    def _row_slots(
+        self, spec: SpecWindow, after: int, until: int, first: int | None
+    ) -> tuple[list[datetime], list[bool], datetime | None]:
+        """A jittered row's slots in its span, whether each is sent, and the slot after."""
+        if spec.offsets is not None:
+            step = spec.offsets.step
+            start = spec.offsets.start if first is None else first
+            n = 0 if after < start else (after - start) // step + 1
+            at = list(range(start + n * step, min(until, _WINDOW_US) + 1, step))
+            kept = spec.kept
+            sent = [kept is None or any(lo < o <= hi for lo, hi in kept) for o in at]
+            beyond = start + (n + len(at)) * step
+            instants = [self.start + timedelta(microseconds=o) for o in at]
+            return instants, sent, self.start + timedelta(microseconds=beyond)
+        slots = spec.instants(self.start) or []
+        offsets = spec.slot_offsets()
+        lo, hi = bisect_right(offsets, after), bisect_right(offsets, until)
+        following = slots[hi] if hi < len(slots) else spec.after
+        return slots[lo:hi], [i not in spec.unsent for i in range(lo, hi)], following
 
     def _herd(self, bucket: int, fires: float, threshold: float) -> Herd:
         makers: dict[tuple[str, float | None], list[Any]] = {}

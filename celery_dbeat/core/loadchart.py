@@ -158,10 +158,15 @@ def past_svg(past: PastDay) -> str:
         f"<text x='{_LEFT}' y='18' fill='{_INK}' font-size='14' font-weight='600'>"
         "Last 24 hours: lag per hour (sent_at - slot)</text>",
         f"<text x='{_LEFT + _PLOT}' y='18' text-anchor='end' fill='{_MUTED}'>"
-        f"{'about ' if past.sampled else ''}{past.sent:,} fires sent,"
+        f"{'about ' if past.sampled else ''}{past.sent:,} fires sent{_backfilled(past)},"
         f" lag p50 {_lag(past.lag_p50)}, p99 {_lag(past.lag_p99)};"
         f" {past.failed:,} failed run(s)</text>",
     ]
+    if past.history_limited:
+        parts.append(
+            f"<text x='{_LEFT + _PLOT}' y='30' text-anchor='end' fill='{_MUTED}'"
+            f" font-size='11' id='dbeat-past-limited'>{_limited(past)}</text>"
+        )
     step = _PLOT / 24
     if not lags:
         parts += _axis([0.0, 1.0], top, height, "s")
@@ -262,6 +267,17 @@ def _lag(seconds: float | None) -> str:
     return f"{seconds:.2f}s" if seconds < 60 else seconds_text(round(seconds)) or "-"
 
 
+def _backfilled(past: PastDay) -> str:
+    return f" ({past.backfilled:,} by backfills, not in the lag)" if past.backfilled else ""
+
+
+def _limited(past: PastDay) -> str:
+    return (
+        f"{past.history_limited:,} schedule(s) keep only their newest fires (history_limit):"
+        " their pruned fires are not counted"
+    )
+
+
 def text(load: Load, *, per: int = 60, width: int = 40) -> str:
     """The terminal version: a histogram of fires per ``per`` minutes, the herds with their
     makers and hints, the past day."""
@@ -307,9 +323,12 @@ def text(load: Load, *, per: int = 60, width: int = 40) -> str:
     if past is not None:
         sampled = " (estimated from a sample of the day's fires)" if past.sampled else ""
         lines.append(
-            f"last 24 hours: {past.sent:,} fires sent{sampled}, lag p50 {_lag(past.lag_p50)},"
-            f" p99 {_lag(past.lag_p99)}; {past.failed:,} failed run(s)"
+            f"last 24 hours: {past.sent:,} fires sent{_backfilled(past)}{sampled},"
+            f" lag p50 {_lag(past.lag_p50)}, p99 {_lag(past.lag_p99)};"
+            f" {past.failed:,} failed run(s)"
         )
+        if past.history_limited:
+            lines.append(f"({_limited(past)})")
         if past.sent or past.failed:
             lines.append("  hour    sent      p50      p99  failed")
         for hour in past.hours:
@@ -361,6 +380,8 @@ def as_json(load: Load) -> dict[str, Any]:
             "lag_p99": past.lag_p99,
             "failed": past.failed,
             "sampled": past.sampled,
+            "backfilled": past.backfilled,
+            "history_limited": past.history_limited,
             "hours": [
                 {
                     "start": iso(h.start),
@@ -368,6 +389,7 @@ def as_json(load: Load) -> dict[str, Any]:
                     "lag_p50": h.lag_p50,
                     "lag_p99": h.lag_p99,
                     "failed": h.failed,
+                    "backfilled": h.backfilled,
                 }
                 for h in past.hours
             ],

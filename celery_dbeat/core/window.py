@@ -11,11 +11,13 @@ calendar's local midnights where they are counted.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timedelta, timezone
 from itertools import pairwise
+from typing import Any
 
 from .calendars import Calendar
 from .timing import Timing
@@ -78,12 +80,98 @@ class SpecWindow:
     offsets: range | None = None
     #: A dense spec's timing, to count it again between a calendar's midnights.
     timing: Timing | None = None
-    #: Positions (in ``slots`` or ``offsets``) of the slots not sent: a calendar excludes them
-    #: (``skipped``), or they come after the last run (``max_runs``).
+    #: The window's start (the instants of ``slots`` and ``timing`` are counted from it).
+    origin: datetime | None = None
+    #: Positions (in ``slots`` or ``offsets``) of the slots not sent: a calendar excludes them.
     unsent: frozenset[int] = frozenset()
     skipped: frozenset[int] = frozenset()
     #: Slots a calendar removes from one row's window.
     excluded: int = 0
+    #: The pieces of the window a calendar keeps, ``(after, until]`` in microseconds from its
+    #: start; ``None``: no calendar.
+    kept: tuple[tuple[int, int], ...] | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def sent_between(self, after: int, until: int, first: int | None = None) -> int:
+        """Its slots sent in ``(after, until]`` (microseconds from the window's start), without
+        walking them: by arithmetic for an interval (from ``first``, a row's own first slot,
+        when its rows share the spec by the minute or second their first slot falls in), by
+        bisection of the slots, or counted (:meth:`Timing.count`) for a dense spec."""
+        if until <= after:
+            return 0
+        if self.offsets is not None:
+            start = self.offsets.start if first is None else first
+            step = self.offsets.step
+            return sum(_arithmetic(start, step, a, u) for a, u in _within(self.kept, after, until))
+        if self.slots is not None:
+            at = self.slot_offsets()
+            lo, hi = bisect_right(at, after), bisect_right(at, until)
+            return hi - lo - self._unsent_in(lo, hi)
+        assert self.timing is not None
+        origin = self._start()
+        return sum(
+            self.timing.count(
+                origin + timedelta(microseconds=a), origin + timedelta(microseconds=u)
+            )
+            for a, u in _within(self.kept, after, until)
+        )
+
+    def all_between(self, after: int, until: int, first: int | None = None) -> int:
+        """Its slots in ``(after, until]``, sent or not (a calendar's days included)."""
+        if self.kept is None and not self.unsent:
+            return self.sent_between(after, until, first)
+        every = self._cache.get("all")
+        if every is None:
+            every = self._cache["all"] = replace(self, kept=None, unsent=frozenset())
+        count: int = every.sent_between(after, until, first)
+        return count
+
+    def nth_after(self, after: int, n: int, first: int | None = None) -> int | None:
+        """The offset of the ``n``-th slot sent after ``after`` (``n >= 1``), or ``None`` when
+        fewer are sent in the window: a prefix sum of :attr:`pattern` finds its minute, a
+        bisection of the microseconds in it (:meth:`sent_between`) its instant."""
+        prefix = self._cache.get("prefix")
+        if prefix is None:
+            prefix = [0] * (BUCKETS + 1)
+            for b in range(BUCKETS):
+                prefix[b + 1] = prefix[b] + self.pattern.get(b, 0)
+            self._cache["prefix"] = prefix
+        after = max(after, -1)
+        home = min(max(after, 0) // MINUTE_US, BUCKETS - 1)
+        target = prefix[home] + self.sent_between(home * MINUTE_US - 1, after, first) + n
+        if target > prefix[BUCKETS]:
+            return None
+        b = bisect_left(prefix, target) - 1
+        needed = target - prefix[b]
+        floor = b * MINUTE_US - 1
+        lo, hi = floor + 1, _bucket_end(b)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.sent_between(floor, mid, first) >= needed:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def slot_offsets(self) -> list[int]:
+        """Its enumerated slots as microseconds from the window's start."""
+        at = self._cache.get("slots")
+        if at is None:
+            start = self._start()
+            at = self._cache["slots"] = [micros(s - start) for s in self.slots or ()]
+        return at
+
+    def _unsent_in(self, lo: int, hi: int) -> int:
+        if not self.unsent:
+            return 0
+        ordered = self._cache.get("unsent")
+        if ordered is None:
+            ordered = self._cache["unsent"] = sorted(self.unsent)
+        return bisect_left(ordered, hi) - bisect_left(ordered, lo)
+
+    def _start(self) -> datetime:
+        assert self.origin is not None
+        return self.origin
 
     def instants(self, start: datetime) -> list[datetime] | None:
         if self.offsets is not None and self.slots is None:
@@ -98,23 +186,6 @@ class SpecWindow:
         if self.offsets is not None:
             return len(self.offsets) - len(self.unsent)
         return None if self.slots is None else len(self.slots) - len(self.unsent)
-
-    def truncated(self, start: datetime, left: int) -> SpecWindow:
-        """Only the first ``left`` slots sent: beat records nothing after the last run."""
-        slots = self.instants(start) or []
-        sent = [i for i in range(len(slots)) if i not in self.unsent][:left]
-        cut = sent[-1] + 1 if sent else 0
-        skipped = frozenset(i for i in self.skipped if i < cut)
-        return SpecWindow(
-            self.label,
-            dict(Counter(bucket(start, slots[i]) for i in sent)),
-            slots,
-            self.after,
-            self.gap,
-            unsent=frozenset(range(len(slots))) - frozenset(sent),
-            skipped=skipped,
-            excluded=len(skipped),
-        )
 
     def excluding(self, calendar: Calendar, start: datetime, pieces: list[Piece]) -> SpecWindow:
         """Without the slots on the days ``calendar`` excludes (``pieces``: its
@@ -136,9 +207,14 @@ class SpecWindow:
             kept = [(lo, hi) for lo, hi, out in pieces if not out]
             dense = counted(self.timing, start, start + HORIZON, self.label, kept)
             removed = sum(self.pattern.values()) - sum(dense.pattern.values())
-            return replace(dense, excluded=removed)
+            return replace(dense, excluded=removed, kept=tuple(kept))
         return replace(
-            self, pattern=dict(pattern), unsent=skipped, skipped=skipped, excluded=len(skipped)
+            self,
+            pattern=dict(pattern),
+            unsent=skipped,
+            skipped=skipped,
+            excluded=len(skipped),
+            kept=tuple((lo, hi) for lo, hi, out in pieces if not out),
         )
 
 
@@ -156,7 +232,7 @@ def enumerated(timing: Timing, start: datetime, end: datetime, label: str) -> Sp
         slots.append(slot)
     gaps = [b - a for a, b in pairwise(slots)]
     pattern = Counter(bucket(start, s) for s in slots)
-    return SpecWindow(label, dict(pattern), slots, after, min(gaps, default=None))
+    return SpecWindow(label, dict(pattern), slots, after, min(gaps, default=None), origin=start)
 
 
 def interval_window(first: int, every: int, on_grid: bool, label: str) -> SpecWindow:
@@ -199,7 +275,7 @@ def counted(
         if count:
             pattern[b] = count
     busiest = max(pattern.values(), default=1)
-    return SpecWindow(label, pattern, None, None, MINUTE / busiest, timing=timing)
+    return SpecWindow(label, pattern, None, None, MINUTE / busiest, timing=timing, origin=start)
 
 
 def day_pieces(calendar: Calendar, start: datetime, end: datetime) -> list[Piece]:
@@ -230,3 +306,26 @@ def _at(offsets: range, after: int, until: int) -> range:
     first = max(0, (after - offsets.start) // offsets.step + 1)
     last = min(len(offsets) - 1, (until - offsets.start) // offsets.step)
     return range(first, last + 1)
+
+
+def _bucket_end(b: int) -> int:
+    """The last microsecond of minute bucket ``b`` (the last holds the window's end)."""
+    return micros(HORIZON) if b == BUCKETS - 1 else (b + 1) * MINUTE_US - 1
+
+
+def _arithmetic(first: int, step: int, after: int, until: int) -> int:
+    """How many of ``first + n * step`` (``n >= 0``) lie in ``(after, until]``."""
+
+    def upto(x: int) -> int:
+        return 0 if x < first else (x - first) // step + 1
+
+    return max(0, upto(until) - upto(after))
+
+
+def _within(
+    kept: Sequence[tuple[int, int]] | None, after: int, until: int
+) -> list[tuple[int, int]]:
+    """``(after, until]`` cut to the pieces a calendar keeps (all of it without a calendar)."""
+    if kept is None:
+        return [(after, until)]
+    return [(max(after, lo), min(until, hi)) for lo, hi in kept if max(after, lo) < min(until, hi)]

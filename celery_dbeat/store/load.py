@@ -4,12 +4,13 @@ once per value), and the calendars they name (read as beat reads them,
 :class:`~celery_dbeat.store.calendars.CalendarCache`); the last day's fires sent, their lag and
 the failed runs.
 
-Every statement is bounded, whatever the size of the history: the last day is read from at most
-:data:`LAG_SAMPLE` fires, by primary key, from the lowest id the slot index finds at the ends of
-each hour (:func:`_first_id`) to the newest. Up to that many ids, all of them (exact); beyond,
-one id in each of :data:`LAG_SAMPLE` equal strides of them (a stratified sample: a herd's fires
-count as much as the fires around it), each counting for the ids it stands for, and the result
-says the figures are estimates.
+No transaction stays open while the rows are counted: each read ends its own (a page view must
+not hold one past the database's session limits). Every statement is bounded, whatever the size
+of the history: the last day is read from at most :data:`LAG_SAMPLE` fires, by primary key, from
+the first recorded since the day began (:func:`_first_id`, a bisection of the ids) to the
+newest. Up to that many ids, all of them (exact); beyond, one id in each of :data:`LAG_SAMPLE`
+equal strides of them (a stratified sample: a herd's fires count as much as the fires around
+it), each counting for the ids it stands for, and the result says the figures are estimates.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sqlalchemy.types import NullType
 from ..core.fires import FireStatus, RunStatus
 from ..core.lastday import PastDay, past_day
 from ..core.load import HORIZON, ROW_COLUMNS, Load, LoadCounter
+from .backfill import BACKFILL_ORIGIN
 from .calendars import CalendarCache
 from .models import F, S
 from .reading import UNREADABLE, chunked, read_rows
@@ -40,6 +42,9 @@ CHUNK = 5_000
 LAG_SAMPLE = 10_000
 
 _HOUR = timedelta(hours=1)
+#: How long before its slot a fire may have been recorded (clocks a few seconds apart, a slow
+#: transaction): the fires of the day are among those recorded since it began, less this.
+_EARLY = timedelta(hours=1)
 
 _COLUMNS = (S.c.id, *(S.c[name] for name in ROW_COLUMNS))
 
@@ -84,6 +89,7 @@ def load(conn: Connection, start: datetime, *, top: int = 5, herd_at: float | No
             asked |= names
 
     shared = _shared(conn)
+    conn.rollback()  # read only: end the transaction before counting
     read_calendars({r.calendar for r, _, _ in shared if r.calendar is not None})
     for row, members, names in shared:
         counter.add_shared(row, members, names)
@@ -98,11 +104,14 @@ def load(conn: Connection, start: datetime, *, top: int = 5, herd_at: float | No
         if not rows:
             break
         read_calendars({r.calendar for r in rows if r.calendar is not None})
+        conn.rollback()
         counter.add(r for r in rows if r.id not in problems)
         counter.unreadable += len(problems)
         counter.schedules += len(problems)
         last_id = rows[-1].id
-    return replace(counter.result(top=top), past=past(conn, start))
+    day = past(conn, start)
+    conn.rollback()
+    return replace(counter.result(top=top), past=day)
 
 
 def _shared(conn: Connection) -> list[tuple[Any, int, list[str]]]:
@@ -177,27 +186,47 @@ def _fire_rows(conn: Connection, query: sa.Select[Any]) -> list[Any]:
 
 
 def _first_id(conn: Connection, day: datetime) -> int | None:
-    """The lowest id among the first and the last fire of each hour of the day by slot (two
-    index probes an hour): where the fires recorded since the day began start, whether they were
-    recorded in slot order (as beats record them) or not (a bulk insert, an import)."""
-    found = []
-    for hour in range(24):
-        within = sa.select(F.c.id).where(
-            F.c.slot >= day + hour * _HOUR, F.c.slot < day + (hour + 1) * _HOUR
-        )
-        for order in (F.c.slot, F.c.slot.desc()):
-            found.append(conn.execute(within.order_by(order).limit(1)).scalar())
-    return min((i for i in found if i is not None), default=None)
+    """The first id of the fires recorded since ``day`` began (less :data:`_EARLY`): every fire
+    of the day has it or a higher one, in whatever order of slots the fires were recorded (a
+    backfill or a catch-up records old slots late). All ids when they are fewer than
+    :data:`LAG_SAMPLE`; else a bisection of the ids by the primary key (ids grow as fires are
+    recorded), one probe a step, each probe judged by when its fire was recorded or sent and by
+    its slot, so a fire recorded long ago and sent late moves the bound down, never up."""
+    lowest, newest = conn.execute(sa.select(sa.func.min(F.c.id), sa.func.max(F.c.id))).one()
+    if lowest is None or newest is None or newest - lowest < LAG_SAMPLE:
+        return None if lowest is None else int(lowest)
+    since = day - _EARLY
+    probe = sa.select(F.c.id, F.c.recorded_at, F.c.sent_at, F.c.slot).order_by(F.c.id).limit(1)
+    lo, hi = lowest, newest + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            fire = conn.execute(probe.where(F.c.id >= mid)).first()
+        except UNREADABLE:  # a value the driver cannot read: take the fire as recent
+            fire = None
+        if fire is None or any(
+            at is not None and at >= bound
+            for at, bound in ((fire.recorded_at, since), (fire.sent_at, since), (fire.slot, day))
+        ):
+            hi = mid
+        else:
+            lo = int(fire.id) + 1
+    return int(lo)
 
 
 def past(conn: Connection, end: datetime) -> PastDay:
-    """The day before ``end``: fires sent and failed runs per hour, and the sent fires' lag;
-    counted from every fire recorded since the day's first, or estimated from
-    :data:`LAG_SAMPLE` of them (``sampled``)."""
+    """The day before ``end``: fires sent (those a backfill sent apart) and failed runs per
+    hour, and the lag of the fires beat sent (a backfill's are left out); counted from every
+    fire recorded since the day began, or estimated from :data:`LAG_SAMPLE` of them
+    (``sampled``). Only the fires still in the history count: those of a schedule with a
+    ``history_limit`` beyond its newest are pruned (``history_limited`` says how many
+    schedules have one)."""
     day = end - HORIZON
     first = _first_id(conn, day)
     newest = conn.execute(sa.select(sa.func.max(F.c.id))).scalar()
-    query = sa.select(F.c.id, F.c.slot, F.c.sent_at, F.c.status, F.c.manual, F.c.run_status)
+    query = sa.select(
+        F.c.id, F.c.slot, F.c.sent_at, F.c.status, F.c.manual, F.c.origin, F.c.run_status
+    )
     query = query.where(F.c.slot >= day, F.c.slot < end)
     rows: list[Any] = []
     weight = 1.0
@@ -213,7 +242,11 @@ def past(conn: Connection, end: datetime) -> PastDay:
             ids = [low + int((i + rng.random()) * weight) for i in range(LAG_SAMPLE)]
             for chunk in chunked(ids):
                 rows += _fire_rows(conn, query.where(F.c.id.in_(chunk)))
+    limited = conn.execute(
+        sa.select(sa.func.count()).where(S.c.history_limit.is_not(None))
+    ).scalar_one()
     sent = [0.0] * 24
+    backfilled = [0.0] * 24
     failed = [0.0] * 24
     lags = []
     for r in rows:
@@ -222,7 +255,10 @@ def past(conn: Connection, end: datetime) -> PastDay:
         hour = min(int((r.slot - day) // _HOUR), 23)
         if r.status == FireStatus.SENT.value and not r.manual and r.sent_at is not None:
             sent[hour] += weight
-            lags.append((r.slot, (r.sent_at - r.slot).total_seconds()))
+            if r.origin == BACKFILL_ORIGIN:  # sent long after its slot on purpose: not lag
+                backfilled[hour] += weight
+            else:
+                lags.append((r.slot, (r.sent_at - r.slot).total_seconds()))
         if r.run_status == RunStatus.FAILED.value:
             failed[hour] += weight
     return past_day(
@@ -231,4 +267,6 @@ def past(conn: Connection, end: datetime) -> PastDay:
         [round(n) for n in sent],
         [round(n) for n in failed],
         sampled=weight > 1,
+        backfilled=[round(n) for n in backfilled],
+        history_limited=int(limited),
     )

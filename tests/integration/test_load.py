@@ -24,6 +24,7 @@ def fire(schedule_id: int, slot: Any, n: int, **given: Any) -> dict[str, Any]:
         "schedule_id": schedule_id,
         "slot": slot,
         "manual": False,
+        "origin": None,
         "status": "sent",
         "slot_count": 1,
         "task_id": f"t-{schedule_id}-{n}",
@@ -112,3 +113,57 @@ def test_a_day_larger_than_the_sample_is_estimated_from_an_even_sample(
     assert past.sampled
     assert past.sent == pytest.approx(24 * 100, rel=0.05)  # estimated from the 50
     assert (past.lag_p50, past.lag_p99) == (30.0, 30.0)
+
+
+def test_a_backfill_recorded_late_hides_no_fire_of_the_day_and_is_not_lag(
+    api: Schedules,
+) -> None:
+    beat = api.add("poll", "t", Every(60))
+    filled = api.add("report", "t", Every(60))
+    day = START - timedelta(hours=24)
+    fires = [
+        fire(
+            beat.id,
+            day + h * HOUR + m * MINUTE,
+            60 * h + m,
+            run_status="failed" if m == 10 else None,
+        )
+        for h in range(24)
+        for m in range(10, 21)
+    ]
+    # Recorded after them: a backfill of each hour's first and last minute, sent now.
+    fires += [
+        fire(filled.id, slot, 0, task_id=f"b-{slot:%H%M}", origin="backfill", sent_at=START)
+        for h in range(24)
+        for slot in (day + h * HOUR, day + h * HOUR + 59 * MINUTE)
+    ]
+    history(api, fires)
+
+    past = api.load(start=START).past
+
+    assert past is not None
+    assert (past.sent, past.backfilled, past.failed) == (24 * 11 + 48, 48, 24)
+    assert [(h.sent, h.backfilled) for h in past.hours] == [(13, 2)] * 24
+    assert (past.lag_p50, past.lag_p99) == (5.0, 10.0)  # beat's own fires only
+
+
+def test_a_long_history_is_read_from_the_first_fire_recorded_in_the_day(
+    api: Schedules, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_load, "LAG_SAMPLE", 100)  # fewer than the history, more than the day
+    info = api.add("poll", "t", Every(60))
+    day = START - timedelta(hours=24)
+    older = [fire(info.id, day - 48 * HOUR + n * MINUTE, n, task_id=f"o-{n}") for n in range(200)]
+    today = [fire(info.id, day + n * MINUTE, n, task_id=f"d-{n}") for n in range(40)]
+    late = [
+        fire(info.id, day + n * HOUR + 30 * MINUTE, 0, task_id=f"b-{n}", origin="backfill")
+        for n in range(1, 24)
+    ]
+    history(api, older)
+    history(api, today)
+    history(api, late)  # recorded last, slots early in the day
+
+    past = api.load(start=START).past
+
+    assert past is not None
+    assert (past.sent, past.backfilled, past.sampled) == (40 + 23, 23, False)

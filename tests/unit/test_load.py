@@ -15,6 +15,7 @@ from celery_dbeat.core.planning import due_times
 from celery_dbeat.core.timing import build_timing
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)
+HOUR = timedelta(hours=1)
 
 
 def row(name: str, kind: str, **given: Any) -> Any:
@@ -26,7 +27,8 @@ def row(name: str, kind: str, **given: Any) -> Any:
 
 
 def expected(r: Any) -> list[int]:
-    """Fires per minute of one row, slot by slot through beat's own code."""
+    """Fires per minute of one row, slot by slot through beat's own code (its bounds and its
+    last run included)."""
     timing = build_timing(
         kind=r.kind,
         cron=r.cron,
@@ -34,15 +36,21 @@ def expected(r: Any) -> list[int]:
         every=r.every,
         anchor_at=r.anchor_at or r.created_at,
         run_at=r.run_at,
+        start_at=r.start_at,
+        end_at=r.end_at,
     )
     slots = []
     for slot in timing.slots_after(START):
         slots.append(slot)
         if slot > START + timedelta(hours=24):
             break
+    kept = len(slots) - (slots[-1] > START + timedelta(hours=24) if slots else 0)
+    if r.max_runs is not None:
+        kept = min(kept, r.max_runs - r.run_count)
     jitter = timedelta(seconds=r.jitter) if r.jitter else None
     counts = [0] * BUCKETS
-    for _, due in list(due_times(r.uid, slots, jitter))[:-1]:
+    # Jitter stays before the next slot beat's timing gives, the last run's or not.
+    for _, due in list(due_times(r.uid, slots[: kept + 1], jitter))[:kept]:
         if due <= START + timedelta(hours=24):
             counts[min((due - START) // timedelta(minutes=1), BUCKETS - 1)] += 1
     return counts
@@ -66,6 +74,77 @@ def test_a_row_is_counted_at_the_instants_beat_computes(r: Any) -> None:
     counter.add([r])
 
     assert list(counter.result().per_minute) == expected(r)
+
+
+AT = START + timedelta(hours=5, seconds=30.5)
+
+
+@pytest.mark.parametrize(
+    "r",
+    [
+        pytest.param(row("a", "cron", cron="* * * * *", end_at=AT), id="cron-ends"),
+        pytest.param(
+            row("b", "cron", cron="* * * * * */10", start_at=START + HOUR / 3, end_at=AT),
+            id="seconds-cron-dense-between",
+        ),
+        pytest.param(row("c", "interval", every=10, end_at=AT), id="every-10s-ends"),
+        pytest.param(row("d", "interval", every=45, start_at=AT), id="every-45s-starts-later"),
+        pytest.param(
+            row("e", "interval", every=600, jitter=900, end_at=AT), id="jittered-interval-ends"
+        ),
+        pytest.param(
+            row("f", "cron", cron="*/5 * * * *", jitter=120, start_at=START + HOUR, end_at=AT),
+            id="jittered-cron-between",
+        ),
+        pytest.param(
+            row("g", "cron", cron="0 * * * *", start_at=AT, max_runs=5, run_count=2),
+            id="last-runs-after-a-later-start",
+        ),
+        pytest.param(row("h", "interval", every=7, max_runs=100), id="dense-interval-last-run"),
+        pytest.param(
+            row("i", "cron", cron="* * * * * */2", max_runs=4000, run_count=1),
+            id="dense-cron-last-run",
+        ),
+        pytest.param(
+            row("j", "interval", every=30, jitter=20, max_runs=50, end_at=AT),
+            id="jittered-interval-last-run",
+        ),
+    ],
+)
+def test_a_row_with_bounds_in_the_window_is_counted_at_the_instants_beat_computes(
+    r: Any,
+) -> None:
+    counter = LoadCounter(START)
+    counter.add([r])
+
+    assert list(counter.result().per_minute) == expected(r)
+
+
+def test_rows_differing_only_by_their_bounds_share_their_specs_window() -> None:
+    rows = [
+        row(f"m{i}", "cron", cron="* * * * *", end_at=START + timedelta(seconds=7 * i + 0.5))
+        for i in range(1, 500)
+    ]
+    rows += [
+        row(
+            f"t{i}",
+            "interval",
+            every=10,
+            created_at=START - timedelta(seconds=i / 7),
+            end_at=START + timedelta(hours=1, seconds=i),
+        )
+        for i in range(500)
+    ]
+    counter = LoadCounter(START)
+    counter.add(rows)
+
+    load = counter.result()
+
+    assert (
+        len(counter._specs) <= 21
+    )  # a cron spec; an interval phase per second, on its grid or not
+    assert load.total == sum(sum(expected(r)) for r in rows)
+    assert load.per_minute == tuple(map(float, map(sum, zip(*map(expected, rows), strict=True))))
 
 
 def test_rows_sharing_a_spec_are_counted_once_each_and_make_one_herd_with_a_jitter_hint() -> None:
