@@ -61,7 +61,8 @@ def backfill(
     its history. A slot already sent or on its way is left alone, so backfilling a range twice
     sends nothing the second time. A slot whose fire record the history retention or the
     schedule's history_limit pruned may have been sent: it is left alone too, and said so,
-    unless --resend.
+    unless --resend. The slots the schedule's calendar excludes are listed apart and never
+    sent. A paused schedule's backfill waits for its resume.
     """
     with runtime().schedules() as schedules:
         report = schedules.backfill(name, start, end, limit=limit, dry_run=dry_run, resend=resend)
@@ -79,6 +80,9 @@ def backfill(
                 "pruned": report.pruned,
                 "pruned_until": iso(report.pruned_until),
                 "resend": report.resend,
+                "calendar": report.calendar,
+                "excluded": [iso(slot) for slot in report.excluded],
+                "paused": report.paused,
             }
         )
         return

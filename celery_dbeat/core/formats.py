@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import overload
 
 __all__ = ["iso", "parse_instant", "seconds_text"]
 
 
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
 def iso(value: datetime | None) -> str | None:
     """An instant as ISO-8601 in UTC with ``Z`` (microseconds only when there are some)."""
     if value is None:

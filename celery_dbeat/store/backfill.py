@@ -10,6 +10,9 @@ per run of them (``slot_count``, ``first_slot``): a backfill publishes those in 
 shortens the record of the run to the slots it still stands for, so that every slot is counted
 once, as sent or as held back.
 
+A paused schedule's backfill is queued as well: its fires wait for the resume (:mod:`.queue`), and
+the report says so. The slots its calendar excludes are listed apart: they are never sent.
+
 A slot without a record at or before the schedule's ``pruned_until`` (the slot up to which the
 prunes deleted its records) may have been sent: it is reported as pruned and sent only when the
 backfill asks for a ``resend``.
@@ -31,6 +34,7 @@ from ..core.backfill import backfill_slots
 from ..core.definitions import Definition
 from ..core.fires import FireStatus
 from ..core.formats import iso
+from ..core.states import schedule_state
 from ..core.timing import Timing
 from .calendars import load_calendar
 from .models import F, S
@@ -50,6 +54,8 @@ _ON_ITS_WAY = {
 }
 _HELD_BACK = {FireStatus.SKIPPED.value, FireStatus.DROPPED.value, FireStatus.OVERLAP.value}
 _ONE_MICROSECOND = timedelta(microseconds=1)
+#: How many excluded slots a summary names.
+_EXCLUDED_SHOWN = 3
 _RUN_COLUMNS = (
     F.c.id,
     F.c.schedule_id,
@@ -80,6 +86,12 @@ class BackfillReport:
     pruned: int = 0
     pruned_until: datetime | None = None
     resend: bool = False
+    #: The schedule's calendar, and the slots of the range it excludes (not counted in
+    #: ``slots``: they are not slots of the schedule, and are never sent).
+    calendar: str | None = None
+    excluded: list[datetime] = field(default_factory=list)
+    #: Whether the schedule is paused: its queued fires then wait for its resume.
+    paused: bool = False
 
     def summary(self) -> str:
         """One line saying what was (or, dry run, would be) queued, as every surface says it."""
@@ -87,13 +99,28 @@ class BackfillReport:
             return (
                 f"nothing to backfill: {self.slots} slot(s) of {self.name!r} in the range, "
                 f"{self.already} already sent or on their way{self._pruned_text()}"
+                f"{self._excluded_text()}"
             )
         verb = "would queue" if self.dry_run else "queued"
+        if self.paused:
+            when = f"{self.name!r} is paused: they wait, and once it is resumed beats send them"
+        else:
+            when = "beats send them"
         return (
             f"{verb} {len(self.queued)} fire(s) of {self.name!r} from {iso(self.queued[0])} to "
             f"{iso(self.queued[-1])} ({self.already} of the {self.slots} slot(s) in the range "
-            f"already sent or on their way{self._pruned_text()}); beats send them behind on-time "
-            "fires"
+            f"already sent or on their way{self._pruned_text()}{self._excluded_text()}); "
+            f"{when} behind on-time fires"
+        )
+
+    def _excluded_text(self) -> str:
+        if not self.excluded:
+            return ""
+        shown = ", ".join(iso(slot) for slot in self.excluded[:_EXCLUDED_SHOWN])
+        more = ", ..." if len(self.excluded) > _EXCLUDED_SHOWN else ""
+        return (
+            f"; {len(self.excluded)} excluded by calendar {self.calendar!r}, never sent"
+            f" ({shown}{more})"
         )
 
     def _pruned_text(self) -> str:
@@ -171,11 +198,24 @@ def backfill(
     timing = _timing(row)
     if planned is None or (planned.schedule_id, planned.version) != (row.id, row.version):
         planned = plan(row, start, end, now, limit)
-    slots = planned.slots
+    slots, excluded = planned.slots, list[datetime]()
     if row.calendar is not None:  # the days its calendar removes are not its slots
         calendar = load_calendar(conn, row.calendar)
-        slots = [slot for slot in slots if not calendar.excludes(slot)]
-    report = BackfillReport(name, start, end, dry_run, slots=len(slots), resend=resend)
+        kept: list[datetime] = []
+        for slot in slots:
+            (excluded if calendar.excludes(slot) else kept).append(slot)
+        slots = kept
+    report = BackfillReport(
+        name,
+        start,
+        end,
+        dry_run,
+        slots=len(slots),
+        resend=resend,
+        calendar=row.calendar,
+        excluded=excluded,
+        paused=schedule_state(row) == "paused",
+    )
     if not slots:
         return report
     recorded = list(

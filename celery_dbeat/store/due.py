@@ -37,7 +37,7 @@ from .failures import driver_message
 from .isolation import aside_values, isolated, set_schedule_aside
 from .models import F, S
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
-from .schedules import ensure_uid
+from .schedules import ensure_uid, paused_expression
 
 __all__ = ["DueBatch", "Peek", "claim_due", "peek", "skips_locked"]
 
@@ -95,7 +95,8 @@ def skips_locked(engine: Engine) -> bool:
 class Peek(NamedTuple):
     """What :func:`peek` saw: when the earliest schedule is due, whether some need a
     recompute, the database clock (``None`` when there is none: see :mod:`.clock`), and when
-    the first queued fire (catch-up, backfill) may go (``None``: none is queued)."""
+    the first queued fire (catch-up, backfill) may go (``None``: none is queued but those of
+    paused schedules, which wait for a resume)."""
 
     earliest: datetime | None
     needs_compute: bool
@@ -362,7 +363,11 @@ def _peek(engine: Engine, clock: DatabaseClock) -> Peek:
         S.c.next_run_at.is_(None),
         S.c.last_error.is_(None),
     )
-    queued = sa.select(sa.func.min(F.c.lease_until)).where(F.c.status == FireStatus.QUEUED.value)
+    queued = (
+        sa.select(sa.func.min(F.c.lease_until))
+        .join(S, S.c.id == F.c.schedule_id)
+        .where(F.c.status == FireStatus.QUEUED.value, ~paused_expression())
+    )
     columns: list[Any] = [
         plain.scalar_subquery(),
         jittered.scalar_subquery(),

@@ -1,6 +1,10 @@
 """Queued fires: the slots of a catch-up (policy ``all``) or a backfill, waiting for the capacity
 on-time fires leave.
 
+Pausing a schedule holds its queued rows where they are: none is claimed while it is paused, and
+they go out once it is resumed (they were asked for before the pause, by a catch-up or a backfill;
+SEMANTICS, "Pause, resume, edits"). Removing the schedule removes them.
+
 A queued row is either a fire (its ``task_id`` set) or a *queued run* standing for several slots
 of one schedule (:func:`celery_dbeat.core.fires.queued_fires`): ``slot`` its newest, ``first_slot``
 its oldest, ``slot_count`` how many, ``slots`` each of them. Its ``lease_until`` is its oldest
@@ -40,6 +44,7 @@ from .fires import (
 )
 from .models import F, S
 from .reading import chunked, unreadable_message
+from .schedules import paused_expression
 
 __all__ = ["claim_queued", "queue_slots", "queued_backlog", "queued_slots"]
 
@@ -181,11 +186,12 @@ def _lease(
 
 def _queued_rows(conn: Connection, engine: Engine, now: datetime, limit: int) -> list[Any]:
     """The queued rows that hold the (up to) ``limit`` oldest slots whose time has come, locked:
-    a few rows first (a run holds up to 500 slots), more only if they hold fewer slots."""
+    a few rows first (a run holds up to 500 slots), more only if they hold fewer slots. The rows
+    of a paused schedule wait for its resume."""
     query = (
         sa.select(*_COLUMNS)
         .join(S, S.c.id == F.c.schedule_id)
-        .where(_QUEUED, F.c.lease_until <= now)
+        .where(_QUEUED, F.c.lease_until <= now, ~paused_expression())
         .order_by(F.c.lease_until, F.c.id)
     )
     if skips_locked(engine):

@@ -391,13 +391,23 @@ def failing_schedules(conn: Connection) -> list[Row[Any]]:
     return read_rows(conn, sa.select(S).where(S.c.last_error.is_not(None)).order_by(S.c.name))[0]
 
 
-def state_expression(table: sa.Table = S) -> sa.ColumnElement[str]:
-    """A schedule's state in SQL, from :data:`celery_dbeat.core.states.RULE`."""
-    whens = [
-        (table.c[column] == sa.true() if test == "true" else table.c[column].is_not(None), state)
+def _rule(table: sa.Table) -> list[tuple[str, sa.ColumnElement[bool]]]:
+    """:data:`celery_dbeat.core.states.RULE` in SQL: ``(state, condition)`` in order."""
+    return [
+        (state, table.c[column] == sa.true() if test == "true" else table.c[column].is_not(None))
         for state, column, test in RULE
     ]
-    return sa.case(*whens, else_=OTHERWISE)
+
+
+def state_expression(table: sa.Table = S) -> sa.ColumnElement[str]:
+    """A schedule's state in SQL, from :data:`celery_dbeat.core.states.RULE`."""
+    return sa.case(*((condition, state) for state, condition in _rule(table)), else_=OTHERWISE)
+
+
+def paused_expression(table: sa.Table = S) -> sa.ColumnElement[bool]:
+    """Whether a schedule is paused, in SQL: no rule of :data:`celery_dbeat.core.states.RULE`
+    holds. Its queued and buffered fires wait while it is (SEMANTICS: pausing stops fires)."""
+    return sa.not_(sa.or_(*(condition for _, condition in _rule(table))))
 
 
 def paused_counts(conn: Connection) -> dict[str, int]:
@@ -405,9 +415,7 @@ def paused_counts(conn: Connection) -> dict[str, int]:
     source was recorded); every source is present."""
     source = sa.func.coalesce(S.c.pause_source, "unknown").label("source")
     rows = conn.execute(
-        sa.select(source, sa.func.count())
-        .where(S.c.enabled == sa.false(), S.c.finished_at.is_(None), S.c.last_error.is_(None))
-        .group_by(source)
+        sa.select(source, sa.func.count()).where(paused_expression()).group_by(source)
     )
     counts = dict.fromkeys([*(p.value for p in PauseSource), "unknown"], 0)
     counts.update({name: int(n) for name, n in rows})

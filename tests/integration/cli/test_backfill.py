@@ -73,7 +73,53 @@ def test_a_dry_run_counts_and_records_nothing(cli: Cli) -> None:
     )
 
     assert (out["dry_run"], out["slots"], len(out["queued"]), out["already"]) == (True, 3, 3, 0)
+    assert (out["paused"], out["calendar"], out["excluded"]) == (False, None, [])
     assert json.loads(cli.ok("history", "hourly", "--json")) == []
+
+
+def test_a_backfill_of_a_paused_schedule_says_its_fires_wait_for_the_resume(cli: Cli) -> None:
+    start, end = _hourly(cli)
+    heartbeat(cli.app.conf.dbeat_database_url, "beat-1", timedelta(seconds=1))
+    cli.ok("pause", "hourly")
+
+    said = cli.ok("backfill", "hourly", "--from", start, "--to", end)
+    out = json.loads(
+        cli.ok("backfill", "hourly", "--from", start, "--to", end, "--dry-run", "--json")
+    )
+
+    assert said.startswith("queued 3 fire(s) of 'hourly' from ")
+    assert said.endswith(
+        "; 'hourly' is paused: they wait, and once it is resumed beats send them behind on-time"
+        " fires\n"
+    )
+    assert (out["paused"], out["queued"], out["already"]) == (True, [], 3)
+
+
+def test_a_backfill_lists_the_slots_the_calendar_excludes(cli: Cli) -> None:
+    now = utc_now().replace(hour=10, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    days = [now - n * timedelta(days=1) for n in range(6, 0, -1)]
+    holiday = days[2].date().isoformat()
+    cli.ok("calendar", "add", "bank", "--dates", holiday)
+    start_at = (days[0] - timedelta(days=1)).isoformat()
+    cli.ok(
+        "add", "daily", "proj.tasks.hourly", "--cron", "0 10 * * *", "--start-at", start_at,
+        "--calendar", "bank",
+    )  # fmt: skip
+
+    out = json.loads(
+        cli.ok(
+            "backfill", "daily", "--from", days[0].isoformat(), "--to", days[-1].isoformat(),
+            "--dry-run", "--json",
+        )
+    )  # fmt: skip
+    said = cli.ok(
+        "backfill", "daily", "--from", days[0].isoformat(), "--to", days[-1].isoformat(),
+        "--dry-run",
+    )  # fmt: skip
+
+    assert (out["slots"], len(out["queued"]), out["calendar"]) == (5, 5, "bank")
+    assert out["excluded"] == [f"{days[2].isoformat()[:19]}Z"]
+    assert f"1 excluded by calendar 'bank', never sent ({days[2].isoformat()[:19]}Z)" in said
 
 
 def test_a_range_reaching_into_the_future_or_over_the_limit_is_refused_in_one_line(
