@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import edges, forecast, herd, load, report, steady, trigger
+from bench import edges, forecast, herd, limits, load, report, steady, trigger
 
 WORKDIR = Path(os.environ.get("BENCH_WORKDIR", "/tmp/dbeat-bench"))
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
         "scenario",
         choices=[
             *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup", "trigger"),
-            *("backfill", "firstpass"),
+            *("backfill", "firstpass", "limits"),
             *("outage", "overload", "cost", "slowstart", "forecast", "forecast-db"),
             *("all", "table"),
         ],
@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "backfill":
         for n in args.n or [10_000]:
             emit([edges.backfill(WORKDIR, n)])
+    elif args.scenario == "limits":
+        for n in args.n or [10_000, 100_000]:
+            emit([limits.limits(WORKDIR, n)])
     elif args.scenario == "trigger":
         for n in args.n or [1_000]:
             emit([trigger.trigger(WORKDIR, n, args.repeats, redis_locks=r) for r in (True, False)])

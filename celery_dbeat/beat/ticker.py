@@ -82,6 +82,9 @@ _DRAIN_FOR = 1.0
 #: Fires taken over from other beats, per tick: about this many seconds of publishing.
 _RECOVER_CHUNK = 1.0
 _PRUNE_EVERY = 60.0  # seconds between history prunes of one beat
+#: ... and while a pass over the schedules' ``history_limit`` is not over: a prune is 0.2 s at
+#: most, so a beat gives it 4% of its time until the limits hold again.
+_PRUNE_GOING_ON = 5.0
 #: A host clock this many seconds from the database server's is logged (once per episode).
 _SKEW_WARNING = 1.0
 #: How far back the last-success metric looks when beat starts.
@@ -405,18 +408,21 @@ class Ticker:
         """Delete fire history and audit entries older than their retention, and fires beyond
         a schedule's ``history_limit``, in bounded batches."""
         retention = self.settings.history_retention
+        engine, monotonic = self.store.engine, self.clock.monotonic
         if retention is not None:
-            pruned = runs.prune_history(self.store.engine, now - retention)
+            pruned = runs.prune_history(engine, now - retention, monotonic=monotonic)
             if pruned:
                 logger.info(
                     "dbeat: pruned %d fire(s) older than %s from history", pruned, retention
                 )
-        pruned, self._limits_from = runs.prune_history_limits(self.store.engine, self._limits_from)
+        pruned, self._limits_from = runs.prune_history_limits(
+            engine, self._limits_from, monotonic=monotonic
+        )
         if pruned:
             logger.info("dbeat: pruned %d fire(s) beyond their history_limit", pruned)
         kept = self.settings.audit_retention
         if kept is not None:
-            pruned = audit.prune_audit(self.store.engine, now - kept)
+            pruned = audit.prune_audit(engine, now - kept, monotonic=monotonic)
             if pruned:
                 logger.info("dbeat: pruned %d audit entries older than %s", pruned, kept)
 
@@ -427,7 +433,8 @@ class Ticker:
         self._lifetimes = self.store.heartbeat(self._identity, now)
         self.release_buffered()
         mono = self.clock.monotonic()
-        if self._last_prune is None or mono - self._last_prune >= _PRUNE_EVERY:
+        every = _PRUNE_EVERY if self._limits_from == 0 else _PRUNE_GOING_ON
+        if self._last_prune is None or mono - self._last_prune >= every:
             self._last_prune = mono
             try:
                 self.prune(now)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import getpass
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,11 +28,19 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
-from ..core.audit import CALENDAR_ACTIONS, PAUSE_DETAIL, Action, Actor, calendar_changes, changes
+from ..core.audit import (
+    CALENDAR_ACTIONS,
+    PAUSE_DETAIL,
+    Action,
+    Actor,
+    calendar_changes,
+    changes,
+    decoded_changes,
+)
 from ..core.calendars import Calendar
 from ..core.formats import iso
 from .models import A, S
-from .pruning import delete_in_batches
+from .pruning import HOST_MONOTONIC, delete_in_batches
 from .reading import chunked, read_rows
 
 __all__ = [
@@ -210,14 +218,6 @@ class Entry:
         }
 
 
-def _decoded(text: str) -> dict[str, list[Any]]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {"changes": [None, text]}  # written by hand
-    return value if isinstance(value, dict) else {"changes": [None, value]}
-
-
 def entries(
     conn: Connection,
     *,
@@ -256,13 +256,22 @@ def entries(
             r.action,
             r.schedule_name,
             r.schedule_uid,
-            _decoded(r.changes),
+            decoded_changes(r.changes),
         )
         for r in conn.execute(query)
     ]
 
 
-def prune_audit(engine: Engine, before: datetime, *, batch: int = 1000, budget: float = 0.2) -> int:
-    """Delete entries older than ``before``, ``batch`` rows per transaction, for at most
-    ``budget`` seconds (as fire history is pruned); return how many."""
-    return delete_in_batches(engine, A, A.c.at < before, A.c.at, batch=batch, budget=budget)
+def prune_audit(
+    engine: Engine,
+    before: datetime,
+    *,
+    batch: int = 1000,
+    budget: float = 0.2,
+    monotonic: Callable[[], float] = HOST_MONOTONIC,
+) -> int:
+    """Delete entries older than ``before``, ``batch`` rows per transaction, until ``budget``
+    seconds of ``monotonic`` have passed (as fire history is pruned); return how many."""
+    return delete_in_batches(
+        engine, A, A.c.at < before, A.c.at, batch=batch, budget=budget, monotonic=monotonic
+    )

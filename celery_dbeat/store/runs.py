@@ -14,8 +14,7 @@
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,7 +29,8 @@ from .fires import PUBLISH_COLUMNS, lease_each, set_unreadable_fires_aside
 from .isolation import storable
 from .models import F, S
 from .outcomes import FailurePause, count_outcomes, lock_outcomes
-from .pruning import FIRE_COLUMNS, delete_in_batches, forget_fires
+from .pruning import FIRE_COLUMNS, HOST_MONOTONIC, delete_in_batches, forget_fires, prune_over
+from .schedules import paused_expression
 
 __all__ = [
     "FailurePause",
@@ -244,11 +244,12 @@ def release_buffered(
     limit: int,
 ) -> list[PublishRequest]:
     """Turn buffered fires whose schedule has nothing running into PENDING fires leased to
-    ``beat``; return them, to be published with their recorded task ids."""
+    ``beat``; return them, to be published with their recorded task ids. The buffered fire of
+    a paused schedule waits for its resume."""
     query = (
         sa.select(*PUBLISH_COLUMNS, S.c.max_run_time)
         .join(S, S.c.id == F.c.schedule_id)
-        .where(F.c.status == FireStatus.BUFFERED.value)
+        .where(F.c.status == FireStatus.BUFFERED.value, ~paused_expression())
         .order_by(F.c.slot)
         .limit(limit)
     )
@@ -277,11 +278,17 @@ def release_buffered(
 
 
 def prune_history(
-    engine: Engine, before: datetime, *, batch: int = 1000, budget: float = 0.2
+    engine: Engine,
+    before: datetime,
+    *,
+    batch: int = 1000,
+    budget: float = 0.2,
+    monotonic: Callable[[], float] = HOST_MONOTONIC,
 ) -> int:
-    """Delete fires whose slot is older than ``before``, ``batch`` rows per transaction, for at
-    most ``budget`` seconds; return how many. Unpublished fires are kept whatever their age.
-    Each schedule's ``pruned_until`` follows (:func:`~celery_dbeat.store.pruning.forget_fires`)."""
+    """Delete fires whose slot is older than ``before``, ``batch`` rows per transaction, until
+    ``budget`` seconds of ``monotonic`` have passed; return how many. Unpublished fires are kept
+    whatever their age. Each schedule's ``pruned_until`` follows
+    (:func:`~celery_dbeat.store.pruning.forget_fires`)."""
     return delete_in_batches(
         engine,
         F,
@@ -289,50 +296,34 @@ def prune_history(
         F.c.slot,
         batch=batch,
         budget=budget,
+        monotonic=monotonic,
         columns=FIRE_COLUMNS,
         delete=forget_fires,
     )
 
 
 def prune_history_limits(
-    engine: Engine, after: int = 0, *, batch: int = 1000, budget: float = 0.2
+    engine: Engine,
+    after: int = 0,
+    *,
+    batch: int = 1000,
+    budget: float = 0.2,
+    monotonic: Callable[[], float] = HOST_MONOTONIC,
 ) -> tuple[int, int]:
-    """Delete the fires of each schedule beyond its ``history_limit`` newest (by slot), visiting
-    schedules in id order from the one after ``after``, ``batch`` rows per transaction, for at
-    most ``budget`` seconds. Returns how many fires were deleted and the ``after`` of the next
-    call (``0`` once the last schedule was visited: start again from the first). Unpublished
-    fires are kept and not counted; the schedule's ``pruned_until`` follows."""
-    deleted = 0
-    deadline = time.monotonic() + budget
-    while True:
-        with engine.connect() as conn:
-            limited = conn.execute(
-                sa.select(S.c.id, S.c.history_limit)
-                .where(S.c.id > after, S.c.history_limit.is_not(None))
-                .order_by(S.c.id)
-                .limit(100)
-            ).all()
-        if not limited:
-            return deleted, 0
-        for schedule_id, limit in limited:
-            while True:
-                with engine.begin() as conn:
-                    fires = conn.execute(
-                        sa.select(*FIRE_COLUMNS)
-                        .where(F.c.schedule_id == schedule_id, F.c.status.not_in(_UNPUBLISHED))
-                        .order_by(F.c.slot.desc(), F.c.id.desc())
-                        .limit(batch)
-                        .offset(limit)
-                    ).all()
-                    forget_fires(conn, fires)
-                deleted += len(fires)
-                done = len(fires) < batch
-                if time.monotonic() > deadline:
-                    # Unless it is done, this schedule may keep more: start again from it.
-                    return deleted, schedule_id if done else schedule_id - 1
-                if done:
-                    break
-            after = schedule_id
+    """Delete the fires of each schedule beyond its ``history_limit`` newest (by slot), going on
+    from the schedule after ``after``, ``batch`` rows per transaction, until ``budget`` seconds
+    of ``monotonic`` have passed (:func:`~celery_dbeat.store.pruning.prune_over`). Returns how
+    many fires were deleted and the ``after`` of the next call (``0`` once the pass is over:
+    start again from the first). Unpublished fires are kept and not counted; the schedule's
+    ``pruned_until`` follows."""
+    return prune_over(
+        engine,
+        F.c.status.not_in(_UNPUBLISHED),
+        after,
+        batch=batch,
+        budget=budget,
+        monotonic=monotonic,
+    )
 
 
 def recent_successes(engine: Engine, since: datetime) -> list[tuple[str, datetime]]:

@@ -23,8 +23,8 @@ from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import RunStatus
 from celery_dbeat.core.specs import Cron
-from celery_dbeat.store import Store
-from celery_dbeat.store.runs import RunEvent, prune_history, record_runs
+from celery_dbeat.store import Store, runs
+from celery_dbeat.store.runs import RunEvent, prune_history, prune_history_limits, record_runs
 from tests.integration.conftest import F, MakeTicker, RecordingPublisher, Tables, at, task_id_of
 
 RUN = timedelta(minutes=90)
@@ -344,7 +344,7 @@ def test_a_run_the_database_refuses_is_logged_and_dropped_and_the_others_are_wri
 
 
 def test_prune_deletes_old_history_in_batches_but_never_an_unpublished_fire(
-    store: Store, tables: Tables
+    store: Store, tables: Tables, clock: FixedClock
 ) -> None:
     tables.sync([hourly()], at("09:30"))
     day = timedelta(days=1)
@@ -354,11 +354,131 @@ def test_prune_deletes_old_history_in_batches_but_never_an_unpublished_fire(
     _fire(store, tables, "old-buffered", at("10:00") - 50 * day, status="buffered")
     _fire(store, tables, "recent", at("09:00") - 2 * day)
 
-    deleted = prune_history(store.engine, at("09:00") - 30 * day, batch=3)
+    # Timed on the test's clock, which does not move: all three batches, on any host.
+    deleted = prune_history(
+        store.engine, at("09:00") - 30 * day, batch=3, monotonic=clock.monotonic
+    )
 
     assert deleted == 7
     left = sorted(f.task_id for f in tables.fires("hourly"))
     assert left == ["old-buffered", "old-pending", "recent"]
+
+
+class Ticking:
+    """A monotonic clock that moves ``step`` seconds at each reading: a host on which every
+    batch of a prune takes that long."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.reading = 0.0
+
+    def __call__(self) -> float:
+        self.reading += self.step
+        return self.reading
+
+
+def test_a_prune_stops_once_its_budget_on_the_clock_it_is_given_is_spent(
+    store: Store, tables: Tables
+) -> None:
+    tables.sync([hourly()], at("09:30"))
+    for n in range(7):
+        _fire(store, tables, f"old-{n}", at("09:00") - timedelta(days=40, hours=-n))
+
+    # 0.15 s a batch against 0.2 s: the second batch ends past the budget, and the prune stops.
+    deleted = prune_history(
+        store.engine, at("09:00") - timedelta(days=30), batch=3, monotonic=Ticking(0.15)
+    )
+
+    assert deleted == 6
+    assert [f.task_id for f in tables.fires("hourly")] == ["old-6"]
+
+
+def _history(store: Store, tables: Tables, name: str, slots: list[datetime], **values: Any) -> None:
+    schedule_id = tables.row(name).id
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(F),
+            [
+                {"schedule_id": schedule_id, "slot": slot, "manual": False, "slot_count": 1,
+                 "task_id": f"{name}-{slot:%d%H%M}", "recorded_at": slot, "attempts": 0,
+                 "status": "sent", **values}
+                for slot in slots
+            ],
+        )  # fmt: skip
+
+
+def test_the_history_limit_prune_keeps_each_schedules_newest_fires_and_marks_its_own_slot(
+    store: Store, tables: Tables, clock: FixedClock
+) -> None:
+    """Schedules a little over their limits are pruned together (one batch spans them: each
+    schedule's ``pruned_until`` is still its own newest deleted slot, not another's), one more
+    than a batch over alone; fires still to be published are neither deleted nor counted."""
+    limits = {"daily": 2, "hourly": 3, "minutely": 1, "long": 2, "within": 5, "unlimited": None}
+    steps = {"daily": 24 * 60, "hourly": 60, "minutely": 1, "long": 60, "within": 60}
+    counts = {"daily": 4, "hourly": 5, "minutely": 2, "long": 12, "within": 5, "unlimited": 9}
+    tables.sync(
+        [
+            Definition.create(name=name, task="t", schedule=Cron("0 * * * *"), history_limit=n)
+            for name, n in limits.items()
+        ],
+        at("09:30"),
+    )
+    slots = {
+        name: [at("09:00") - timedelta(minutes=k * steps.get(name, 60)) for k in range(count)]
+        for name, count in counts.items()
+    }
+    for name in limits:
+        _history(store, tables, name, slots[name])
+    _history(store, tables, "daily", [at("09:00") - timedelta(days=9)], status="pending")
+    _history(store, tables, "daily", [at("10:00")], status="buffered")
+    _history(store, tables, "long", [at("09:00") - timedelta(minutes=150)], status="queued")
+
+    # Over by 2, 2 and 1 (a group, one batch of 6 at most); "long" by 10: alone, 6 then 4.
+    deleted, after = prune_history_limits(store.engine, batch=6, monotonic=clock.monotonic)
+
+    assert (deleted, after) == (15, 0)
+    for name, limit in limits.items():
+        kept = [f.slot for f in tables.fires(name) if f.status == "sent"]
+        assert kept == sorted(slots[name][:limit] if limit else slots[name]), name
+        deleted_slots = slots[name][limit:] if limit else []
+        assert tables.row(name).pruned_until == max(deleted_slots, default=None), name
+    assert {f.status for f in tables.fires()} == {"sent", "pending", "buffered", "queued"}
+    assert prune_history_limits(store.engine, batch=6, monotonic=clock.monotonic) == (0, 0)
+
+
+def test_a_history_limit_pass_costs_a_few_statements_whatever_the_schedules_within_limits(
+    store: Store, tables: Tables, clock: FixedClock
+) -> None:
+    """The pass finds the schedules over their limit in one grouped statement: 300 schedules
+    within their limits and 3 over it cost a handful of statements (before, one transaction per
+    schedule: a pass over 100,000 took hours of 0.2 s prunes)."""
+    names = [f"s{i:03}" for i in range(300)]
+    tables.sync(
+        [
+            Definition.create(name=n, task="t", schedule=Cron("0 * * * *"), history_limit=2)
+            for n in names
+        ],
+        at("09:30"),
+    )
+    for name in names:
+        extra = 1 if name in ("s000", "s150", "s299") else 0
+        _history(
+            store, tables, name, [at("09:00") - k * timedelta(hours=1) for k in range(2 + extra)]
+        )
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        deleted, after = prune_history_limits(store.engine, monotonic=clock.monotonic)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+
+    assert (deleted, after) == (3, 0)
+    assert len(statements) <= 10, statements
+    assert {len(tables.fires(name)) for name in names} == {2}
 
 
 def test_beat_prunes_history_older_than_the_retention(
@@ -371,3 +491,51 @@ def test_beat_prunes_history_older_than_the_retention(
     make_ticker(history_retention="7d").tick()
 
     assert [f.task_id for f in tables.fires("hourly")] == ["kept"]
+
+
+def test_the_beat_prunes_again_within_seconds_while_a_history_limit_pass_is_not_over(
+    clock: FixedClock, make_ticker: MakeTicker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass that did not end in one prune goes on at the next housekeeping (5 s), not a minute
+    later; once it is over, the next pass waits the minute."""
+    calls: list[int] = []
+    passes = iter([(1000, 7), (1000, 9), (10, 0)])
+
+    def prune_history_limits(engine: Any, after: int = 0, **_: Any) -> tuple[int, int]:
+        calls.append(after)
+        return next(passes, (0, 0))
+
+    monkeypatch.setattr(runs, "prune_history_limits", prune_history_limits)
+    ticker = make_ticker(max_interval=5, lock_ttl=10)
+    for _ in range(6):
+        ticker.tick()
+        clock.advance(5)
+
+    assert calls == [0, 7, 9]
+
+
+def test_the_buffered_fire_of_a_paused_schedule_waits_for_the_resume(
+    store: Store,
+    tables: Tables,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    make_ticker: MakeTicker,
+) -> None:
+    # 11:00 is buffered behind 10:00 (a 90-minute run); the schedule is paused at 11:10, so when
+    # 10:00 finishes at 11:30 nothing starts, and 11:00 starts at the resume, with its task id.
+    tables.sync([hourly(overlap_policy="buffer_one", max_run_time="3h")], at("09:30"))
+    clock.set(at("09:30"))
+    worker = Worker(store, publisher, RUN)
+    ticker = make_ticker(max_interval=5, lock_ttl=10)
+    simulate(ticker, clock, worker, at("11:05"))
+    assert status_of(tables, at("11:00")) == "buffered"
+
+    tables.update("hourly", enabled=False)
+    simulate(ticker, clock, worker, at("12:40"))
+    assert sorted(worker.started()) == [at("10:00")]
+
+    tables.update("hourly", enabled=True)
+    simulate(ticker, clock, worker, at("12:45"))
+    assert worker.started()[at("11:00")] == at("12:45")
+    (run_11,) = [r for r in worker.runs if r.slot == at("11:00")]
+    assert run_11.task_id == task_id_of("hourly", at("11:00"))
