@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,8 @@ from .window import (
     MINUTE_US,
     SLOT_CAP,
     US,
+    WINDOW_US,
+    Group,
     Piece,
     SpecWindow,
     bucket,
@@ -164,70 +166,6 @@ class Load:
         ]
 
 
-@dataclass
-class _Group:
-    """The rows of one spec (and calendar) and one jitter. Rows whose bounds (``start_at``,
-    ``end_at``) or last run (``max_runs``) fall in the window are clipped to a span of it: the
-    minutes the span covers whole are counted from the spec's :attr:`~SpecWindow.pattern`
-    (``cover``, a difference array: +members where a span starts, -members where it ends), the
-    minutes at its two ends by :meth:`SpecWindow.sent_between` (``edges``)."""
-
-    spec: SpecWindow
-    jitter: float | None
-    #: Rows over the whole window, and rows clipped to a span of it.
-    members: int = 0
-    clipped: int = 0
-    names: list[str] = field(default_factory=list)
-    #: Jittered rows, hashed one by one: ``(uid, after, until, first, bounded)``, their span
-    #: (microseconds from the start) and first slot (an interval's own, else ``None``);
-    #: ``bounded``: an ``end_at`` ends the span (no slot after the last caps its jitter).
-    uids: list[tuple[str, int, int, int | None, bool]] = field(default_factory=list)
-    #: Slots these rows send in the window (how much jitter there is to hash).
-    slots: int = 0
-    #: Slots a calendar removes from the rows' windows.
-    excluded: int = 0
-    cover: list[int] | None = None
-    edges: dict[int, int] = field(default_factory=dict)
-    fires: dict[int, float] = field(default_factory=dict)
-
-    def clip(self, members: int, after: int, until: int, first: int | None) -> None:
-        """Count ``members`` rows whose slots are those of the spec in ``(after, until]``."""
-        after = max(after, -1)  # no slot at the start itself: the window is (start, end]
-        until = min(until, _WINDOW_US)
-        if until <= after:
-            return
-        lo_full = (after + MINUTE_US) // MINUTE_US
-        hi_full = BUCKETS if until >= _WINDOW_US else min((until + 1) // MINUTE_US, BUCKETS - 1)
-        if lo_full < hi_full:
-            if self.cover is None:
-                self.cover = [0] * (BUCKETS + 1)
-            self.cover[lo_full] += members
-            self.cover[hi_full] -= members
-        for edge in {lo_full - 1, hi_full}:
-            if 0 <= edge < BUCKETS and not lo_full <= edge < hi_full:
-                lo = max(after, edge * MINUTE_US - 1)
-                hi = min(until, _WINDOW_US if edge == BUCKETS - 1 else (edge + 1) * MINUTE_US - 1)
-                count = self.spec.sent_between(lo, hi, first)
-                if count:
-                    self.edges[edge] = self.edges.get(edge, 0) + members * count
-
-    def slot_counts(self) -> dict[int, float]:
-        """Slots per minute bucket of all its rows, before jitter."""
-        counts = {b: float(c * self.members) for b, c in self.spec.pattern.items()}
-        if self.cover is not None:
-            running = 0
-            for b in range(BUCKETS):
-                running += self.cover[b]
-                if running and b in self.spec.pattern:
-                    counts[b] = counts.get(b, 0.0) + running * self.spec.pattern[b]
-        for b, count in self.edges.items():
-            counts[b] = counts.get(b, 0.0) + count
-        return {b: c for b, c in counts.items() if c}
-
-
-_WINDOW_US = micros(HORIZON)
-
-
 class LoadCounter:
     """Counts rows fed in chunks (:meth:`add`), then :meth:`result`. ``start`` is now."""
 
@@ -251,7 +189,7 @@ class LoadCounter:
         self._pieces: dict[str, list[Piece]] = {}
         self._specs: dict[Hashable, SpecWindow | None] = {}
         self._periods: set[int] = set()
-        self._groups: dict[tuple[Hashable, float | None], _Group] = {}
+        self._groups: dict[tuple[Hashable, float | None], Group] = {}
 
     def add(self, rows: Iterable[Any]) -> None:
         """Count rows with the :data:`ROW_COLUMNS`: enabled, unfinished rows without an
@@ -294,7 +232,7 @@ class LoadCounter:
             return
         if spec is None:
             return
-        ended = until < _WINDOW_US  # by end_at
+        ended = until < WINDOW_US  # by end_at
         if row.max_runs is not None:
             left = row.max_runs - (row.run_count or 0)
             last = spec.nth_after(after, left, first) if left > 0 else after
@@ -303,14 +241,14 @@ class LoadCounter:
         jitter = row.jitter or None
         group = self._groups.get((key, jitter))
         if group is None:
-            group = self._groups[key, jitter] = _Group(spec, jitter)
+            group = self._groups[key, jitter] = Group(spec, jitter)
         group.names.extend(names[: SAMPLE_NAMES - len(group.names)])
-        if after < 0 and until >= _WINDOW_US:
+        if after < 0 and until >= WINDOW_US:
             group.members += members
             group.slots += members * (spec.size or 0)
             group.excluded += members * spec.excluded
             if jitter:
-                group.uids.append((row.uid, -1, _WINDOW_US, first, False))
+                group.uids.append((row.uid, -1, WINDOW_US, first, False))
             return
         group.clipped += members
         group.clip(members, after, until, first)
@@ -329,7 +267,7 @@ class LoadCounter:
         ``None``: no slot in the window."""
         if row.end_at is not None and row.end_at <= self.start:
             return None
-        after, until = -1, _WINDOW_US
+        after, until = -1, WINDOW_US
         if row.start_at is not None and row.start_at > self.start:
             after = micros(row.start_at - self.start) - 1  # start_at <= slot
         if row.end_at is not None and row.end_at < self.end:
@@ -435,7 +373,7 @@ class LoadCounter:
             excluded=float(excluded),
         )
 
-    def _fires(self, group: _Group, exact: bool) -> dict[int, float]:
+    def _fires(self, group: Group, exact: bool) -> dict[int, float]:
         spec = group.spec
         if not group.jitter or (spec.slots is None and spec.offsets is None):
             # A dense spec's fires are less than a minute apart: jitter, capped at the gap to
@@ -459,7 +397,7 @@ class LoadCounter:
         width = micros(min(window, spec.gap) if spec.gap else window)
         for b, count in group.slot_counts().items():
             lo = b * MINUTE_US + MINUTE_US // 2
-            hi = min(lo + max(width, 1), _WINDOW_US)
+            hi = min(lo + max(width, 1), WINDOW_US)
             for m in range(lo // MINUTE_US, (hi - 1) // MINUTE_US + 1):
                 part = min(hi, (m + 1) * MINUTE_US) - max(lo, m * MINUTE_US)
                 if part > 0 and m < BUCKETS:
@@ -474,7 +412,7 @@ class LoadCounter:
             step = spec.offsets.step
             start = spec.offsets.start if first is None else first
             n = 0 if after < start else (after - start) // step + 1
-            at = list(range(start + n * step, min(until, _WINDOW_US) + 1, step))
+            at = list(range(start + n * step, min(until, WINDOW_US) + 1, step))
             kept = spec.kept
             sent = [kept is None or any(lo < o <= hi for lo, hi in kept) for o in at]
             beyond = start + (n + len(at)) * step

@@ -30,6 +30,8 @@ __all__ = [
     "MINUTE_US",
     "SLOT_CAP",
     "US",
+    "WINDOW_US",
+    "Group",
     "SpecWindow",
     "bucket",
     "day_pieces",
@@ -56,6 +58,10 @@ Piece = tuple[int, int, bool]
 
 def micros(delta: timedelta) -> int:
     return (delta.days * 86_400 + delta.seconds) * US + delta.microseconds
+
+
+#: The window's length in microseconds: its instants are offsets in ``(-1, WINDOW_US]``.
+WINDOW_US = micros(HORIZON)
 
 
 def bucket(start: datetime, instant: datetime) -> int:
@@ -329,3 +335,64 @@ def _within(
     if kept is None:
         return [(after, until)]
     return [(max(after, lo), min(until, hi)) for lo, hi in kept if max(after, lo) < min(until, hi)]
+
+
+@dataclass
+class Group:
+    """The rows of one spec (and calendar) and one jitter. Rows whose bounds (``start_at``,
+    ``end_at``) or last run (``max_runs``) fall in the window are clipped to a span of it: the
+    minutes the span covers whole are counted from the spec's :attr:`~SpecWindow.pattern`
+    (``cover``, a difference array: +members where a span starts, -members where it ends), the
+    minutes at its two ends by :meth:`SpecWindow.sent_between` (``edges``)."""
+
+    spec: SpecWindow
+    jitter: float | None
+    #: Rows over the whole window, and rows clipped to a span of it.
+    members: int = 0
+    clipped: int = 0
+    names: list[str] = field(default_factory=list)
+    #: Jittered rows, hashed one by one: ``(uid, after, until, first, bounded)``, their span
+    #: (microseconds from the start) and first slot (an interval's own, else ``None``);
+    #: ``bounded``: an ``end_at`` ends the span (no slot after the last caps its jitter).
+    uids: list[tuple[str, int, int, int | None, bool]] = field(default_factory=list)
+    #: Slots these rows send in the window (how much jitter there is to hash).
+    slots: int = 0
+    #: Slots a calendar removes from the rows' windows.
+    excluded: int = 0
+    cover: list[int] | None = None
+    edges: dict[int, int] = field(default_factory=dict)
+    fires: dict[int, float] = field(default_factory=dict)
+
+    def clip(self, members: int, after: int, until: int, first: int | None) -> None:
+        """Count ``members`` rows whose slots are those of the spec in ``(after, until]``."""
+        after = max(after, -1)  # no slot at the start itself: the window is (start, end]
+        until = min(until, WINDOW_US)
+        if until <= after:
+            return
+        lo_full = (after + MINUTE_US) // MINUTE_US
+        hi_full = BUCKETS if until >= WINDOW_US else min((until + 1) // MINUTE_US, BUCKETS - 1)
+        if lo_full < hi_full:
+            if self.cover is None:
+                self.cover = [0] * (BUCKETS + 1)
+            self.cover[lo_full] += members
+            self.cover[hi_full] -= members
+        for edge in {lo_full - 1, hi_full}:
+            if 0 <= edge < BUCKETS and not lo_full <= edge < hi_full:
+                lo = max(after, edge * MINUTE_US - 1)
+                hi = min(until, WINDOW_US if edge == BUCKETS - 1 else (edge + 1) * MINUTE_US - 1)
+                count = self.spec.sent_between(lo, hi, first)
+                if count:
+                    self.edges[edge] = self.edges.get(edge, 0) + members * count
+
+    def slot_counts(self) -> dict[int, float]:
+        """Slots per minute bucket of all its rows, before jitter."""
+        counts = {b: float(c * self.members) for b, c in self.spec.pattern.items()}
+        if self.cover is not None:
+            running = 0
+            for b in range(BUCKETS):
+                running += self.cover[b]
+                if running and b in self.spec.pattern:
+                    counts[b] = counts.get(b, 0.0) + running * self.spec.pattern[b]
+        for b, count in self.edges.items():
+            counts[b] = counts.get(b, 0.0) + count
+        return {b: c for b, c in counts.items() if c}
