@@ -221,14 +221,20 @@ class Calendar(Base):
     on which the schedules naming it do not fire."""
 
     __tablename__ = "dbeat_calendars"
+    __table_args__ = (Index("ix_dbeat_calendars_uid", "uid", unique=True),)
 
     id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    #: The calendar's identity: given when the row is created, never reused, so a calendar
+    #: removed and created again under its name is another one to the beats that cache it by
+    #: ``(uid, version)``. NULL only on a row inserted by hand, which beats read at every batch.
+    uid: Mapped[str | None] = mapped_column(String(32))
     name: Mapped[str] = mapped_column(String(200), unique=True)
     timezone: Mapped[str] = mapped_column(String(64))
     #: JSON list of ``YYYY-MM-DD`` and ``YYYY-MM-DD..YYYY-MM-DD``, sorted and merged.
     dates: Mapped[str] = mapped_column(Text, default="[]")
     description: Mapped[str | None] = mapped_column(Text)
-    #: Bumped by every edit; beats cache a calendar by it and read it again when it changes.
+    #: Bumped by every edit; beats cache a calendar by ``(uid, version)`` and read it again when
+    #: either changes.
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

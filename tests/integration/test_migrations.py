@@ -3,6 +3,7 @@ losing rows, on SQLite, PostgreSQL and MariaDB."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
@@ -311,7 +312,49 @@ def test_0013_counts_each_schedules_failures_from_its_history_and_steps_down_kee
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM dbeat_schedules")).scalar() == 2
             assert conn.execute(sa.text("SELECT count(*) FROM dbeat_fires")).scalar() == 4
-        assert migrate(engine) == "0013"
+        assert migrate(engine) == "0014"
         assert _differences(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_0014_gives_every_calendar_its_own_identity_and_steps_down_keeping_calendars(
+    database_url: str,
+) -> None:
+    engine = create_engine(database_url)
+
+    def calendars() -> list[tuple[str, str | None, int]]:
+        with engine.connect() as conn:
+            found = conn.execute(
+                sa.text("SELECT name, dates, version FROM dbeat_calendars ORDER BY name")
+            )
+            return [tuple(r) for r in found]
+
+    try:
+        assert migrate(engine, "0013") == "0013"
+        with engine.begin() as conn:
+            for name in ("holidays", "closures"):
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO dbeat_calendars (name, timezone, dates, version, created_at,"
+                        " updated_at) VALUES (:name, 'UTC', '[\"2024-12-25\"]', 3,"
+                        " '2024-01-01 00:00:00', '2024-01-01 00:00:00')"
+                    ),
+                    {"name": name},
+                )
+        before = calendars()
+        assert migrate(engine) == "0014"
+        with engine.connect() as conn:
+            uids = [u for (u,) in conn.execute(sa.text("SELECT uid FROM dbeat_calendars"))]
+        # Each its own: 32 hex digits, none shared (the index is unique too).
+        assert len(set(uids)) == 2
+        assert all(re.fullmatch("[0-9a-f]{32}", u) for u in uids), uids
+        assert calendars() == before
+        assert _differences(engine) == []
+        with engine.begin() as conn:
+            command.downgrade(_config(conn), "0013")
+        assert "uid" not in {c["name"] for c in sa.inspect(engine).get_columns("dbeat_calendars")}
+        assert calendars() == before
+        assert migrate(engine) == "0014"
     finally:
         engine.dispose()

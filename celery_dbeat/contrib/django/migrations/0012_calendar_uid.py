@@ -1,0 +1,24 @@
+"""celery-dbeat's Alembic revision 0014: ``dbeat_calendars.uid``, a calendar's identity, by
+which beats cache it (see ``operations.UpgradeTables``). The unmanaged models read their fields
+off the tables, so Django's state needs no field of its own."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.db import migrations
+
+import celery_dbeat.contrib.django.operations
+
+
+class Migration(migrations.Migration):
+    # UpgradeTables commits through its own connection (see 0001).
+    atomic = False
+
+    dependencies: ClassVar[list[tuple[str, str]]] = [
+        ("celery_dbeat", "0011_pruned_until_and_failures")
+    ]
+
+    operations: ClassVar[list[migrations.operations.base.Operation]] = [
+        celery_dbeat.contrib.django.operations.UpgradeTables("0014"),
+    ]
