@@ -10,13 +10,21 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+import click
 from sqlalchemy.engine import Engine
 
 from .config import Settings
 from .core.errors import SchemaVersionError
 from .store.database import check_schema, database_findings
 
-__all__ = ["Finding", "Level", "redis_findings", "redis_unavailable", "run_checks"]
+__all__ = [
+    "Finding",
+    "Level",
+    "app_argument",
+    "redis_findings",
+    "redis_unavailable",
+    "run_checks",
+]
 
 #: The only Redis eviction policy that never drops a key that has a TTL (every lock key has one).
 SAFE_EVICTION = "noeviction"
@@ -40,9 +48,17 @@ def _settings(settings: Settings) -> list[Finding]:
     return found or [Finding(Level.OK, "settings", "timing settings are consistent")]
 
 
-def _schema(engine: Engine) -> Finding:
+def app_argument(app: Any) -> str:
+    """The Celery app as this process was given it (``celery -A proj.celery ...``), for the
+    commands a message tells to run; else the app's name."""
+    ctx = click.get_current_context(silent=True)
+    given = None if ctx is None else ctx.find_root().params.get("app")
+    return given if isinstance(given, str) and given else str(app.main or "<your Celery app>")
+
+
+def _schema(engine: Engine, app: str | None) -> Finding:
     try:
-        return Finding(Level.OK, "schema", f"at revision {check_schema(engine)}")
+        return Finding(Level.OK, "schema", f"at revision {check_schema(engine, app)}")
     except SchemaVersionError as exc:
         return Finding(Level.ERROR, "schema", str(exc))
 
@@ -155,10 +171,13 @@ def _eviction(client: Any) -> Finding:
     )
 
 
-def run_checks(settings: Settings, engine: Engine, redis_client: Any = None) -> list[Finding]:
-    """Every finding for these settings, this database and (if given) this Redis client."""
+def run_checks(
+    settings: Settings, engine: Engine, redis_client: Any = None, *, app: str | None = None
+) -> list[Finding]:
+    """Every finding for these settings, this database and (if given) this Redis client;
+    ``app``: the Celery app as given to ``-A`` (:func:`app_argument`), for what to run."""
     findings = _settings(settings)
-    findings.append(_schema(engine))
+    findings.append(_schema(engine, app))
     findings += [
         Finding(Level(level), "database", text) for level, text in database_findings(engine)
     ]

@@ -12,7 +12,6 @@ started from two directories would each fire every schedule from a file of their
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -28,6 +27,7 @@ import sqlalchemy as sa
 from .core.durations import parse_duration
 from .core.errors import ConfigurationError, DBeatError
 from .core.misfire import MisfirePolicy, MisfireRules
+from .core.suggestions import did_you_mean
 from .core.urls import mask_url
 from .core.validation import MAX_CATCHUP_LIMIT
 
@@ -73,17 +73,12 @@ def default_database_url(app_name: str | None = None) -> str:
 
 
 def suggestion(written: str, known: Iterable[str], *, prefix: str = "") -> str:
-    """`` (did you mean X?)`` with the key of ``known`` closest to ``written``, or ``""``.
+    """`` (did you mean X?)`` with the key of ``known`` closest to ``written``, or ``""``
+    (:func:`~celery_dbeat.core.suggestions.did_you_mean`, as for task and calendar names).
 
     ``written`` starts with ``prefix`` (a namespace such as ``CELERY_``), which is kept but not
     compared; the suggestion is spelt as ``written`` is (upper case for upper case)."""
-    choices = {choice.lower(): choice for choice in known}
-    bare = written[len(prefix) :].lower()
-    close = difflib.get_close_matches(bare, list(choices), n=1, cutoff=0.75)
-    if not close:
-        return ""
-    meant = prefix + choices[close[0]]
-    return f" (did you mean {meant.upper() if written.isupper() else meant}?)"
+    return did_you_mean(written, known, prefix=prefix, as_written=True)
 
 
 class SettingsErrors(ConfigurationError):

@@ -18,6 +18,7 @@ from typing import Any
 from celery.utils.log import get_logger
 
 from .core.definitions import Definition
+from .core.suggestions import did_you_mean
 
 __all__ = ["registered_tasks", "unknown_task_warning", "unknown_tasks", "warn_unknown_tasks"]
 
@@ -73,11 +74,15 @@ def unknown_tasks(app: Any, definitions: Iterable[Definition]) -> dict[str, str]
     return {d.name: d.task for d in definitions if d.task not in names}
 
 
-def unknown_task_warning(tasks: Collection[str], app_name: str | None = None) -> str:
+def unknown_task_warning(
+    tasks: Collection[str], app_name: str | None = None, known: Iterable[str] | None = ()
+) -> str:
     """What every surface says about ``tasks`` (names the app does not register): a warning,
     since a task may be defined only in the workers' code. ``app_name``: the Celery app's
-    ``main``, if known."""
-    shown = ", ".join(repr(task) for task in sorted(set(tasks)))
+    ``main``, if known; ``known``: the names it registers, for the one each task most likely
+    meant (:func:`~celery_dbeat.core.suggestions.did_you_mean`, as for a misspelt setting)."""
+    names = list(known or ())
+    shown = ", ".join(f"{task!r}{did_you_mean(task, names)}" for task in sorted(set(tasks)))
     app = f"the Celery app {app_name!r}" if app_name else "this Celery app"
     if len(set(tasks)) == 1:
         return (
@@ -105,5 +110,6 @@ def warn_unknown_tasks(
     default: beat's ``beat_schedule`` sync); returns :func:`unknown_tasks`."""
     unknown = unknown_tasks(app, definitions)
     if unknown:
-        log.warning("dbeat: %s%s", source, unknown_task_warning(unknown.values(), app.main))
+        warning = unknown_task_warning(unknown.values(), app.main, registered_tasks(app))
+        log.warning("dbeat: %s%s", source, warning)
     return unknown

@@ -21,7 +21,7 @@ from celery import beat as celery_beat
 from celery.utils.log import get_logger
 
 from ..beat_schedule import definitions_from_app
-from ..checks import Finding, Level, redis_findings, run_checks
+from ..checks import Finding, Level, app_argument, redis_findings, run_checks
 from ..clock import Clock, Outage, SystemClock
 from ..config import Settings, mask_url
 from ..core.definitions import Definition
@@ -199,7 +199,7 @@ class Scheduler(celery_beat.Scheduler):
         assert self.store is not None
         if self.dbeat.auto_migrate:
             migrate(self.store.engine)
-        self._report(run_checks(self.dbeat, self.store.engine))
+        self._report(run_checks(self.dbeat, self.store.engine, app=app_argument(self.app)))
         if self._definitions is not None:
             report = sync_config(self.store, self._definitions, self.clock.now())
             logger.info(

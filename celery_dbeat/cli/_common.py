@@ -16,6 +16,7 @@ import click
 import sqlalchemy as sa
 
 from ..api import Schedules
+from ..checks import app_argument
 from ..config import Settings, mask_url
 from ..core.audit import Actor, Surface
 from ..core.errors import (
@@ -29,6 +30,7 @@ from ..core.errors import (
     ValidationError,
 )
 from ..core.formats import iso, parse_instant, seconds_text
+from ..core.text import escaped
 from ..importers.base import SourceUnavailable
 from ..store.audit import os_user
 from ..store.database import check_schema, driver_message, is_auth_failure
@@ -190,7 +192,7 @@ class Runtime:
         schedules.actor = actor
         try:
             if check:
-                check_schema(schedules.store.engine)
+                check_schema(schedules.store.engine, app_argument(self.app))
             # Each command says it itself (a warning: line, its report, its JSON): once.
             with schedules.quiet_about_unknown_tasks():
                 yield schedules
@@ -253,7 +255,7 @@ def cell(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
-    return str(value)
+    return escaped(str(value))
 
 
 def echo_table(

@@ -75,7 +75,7 @@ def import_calendars(
         if definition.calendar is not None and definition.calendar not in known:
             raise CommandError(
                 f"{source}: schedules[{index}] ({definition.name!r}): "
-                f"{CalendarNotFound(definition.calendar)}"
+                f"{CalendarNotFound(definition.calendar, known)}"
             )
     report: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for calendar in calendars:

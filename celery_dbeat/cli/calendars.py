@@ -9,6 +9,7 @@ import click
 
 from ..core.calendar_sources import holiday_dates, ics_dates, parse_years
 from ..core.calendars import Calendar
+from ..core.text import escaped
 from ._common import (
     CommandError,
     DBeatCommand,
@@ -189,7 +190,7 @@ def show(name: str, as_json: bool) -> None:
         return
     click.echo(f"name:        {found.name}")
     click.echo(f"timezone:    {found.timezone}")
-    click.echo(f"description: {found.description or '-'}")
+    click.echo(f"description: {escaped(found.description) or '-'}")
     click.echo(f"version:     {found.version}")
     click.echo(f"days:        {found.day_count}")
     for entry in found.dates:

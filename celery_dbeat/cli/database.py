@@ -11,7 +11,7 @@ import click
 
 from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
-from ..checks import Level, redis_unavailable, run_checks
+from ..checks import Level, app_argument, redis_unavailable, run_checks
 from ..config import mask_url
 from ..core.audit import Actor, Surface
 from ..store.database import check_schema
@@ -51,7 +51,7 @@ def migrate(check: bool) -> None:
     with state.schedules(check=False) as schedules:
         engine = schedules.store.engine
         if check:
-            revision = check_schema(engine)
+            revision = check_schema(engine, app_argument(state.app))
             click.echo(f"schema of {state.masked_url} is current (revision {revision})")
             return
         if is_terminal():
@@ -304,7 +304,10 @@ def check(as_json: bool) -> None:
             unreachable.append(redis_unavailable(mask_url(settings.redis_url), exc))
     try:
         with state.schedules(check=False) as schedules:
-            findings = run_checks(settings, schedules.store.engine, redis_client) + unreachable
+            findings = run_checks(
+                settings, schedules.store.engine, redis_client, app=app_argument(state.app)
+            )
+            findings += unreachable
     finally:
         if redis_client is not None:
             close_client(redis_client)

@@ -4,25 +4,13 @@ and from where."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import click
 
-from ..store.audit import Entry
+from ..core.audit import change_text
 from ._common import DBeatCommand, echo_json, echo_table, instant, runtime
 
 __all__ = ["log"]
-
-
-def _change_text(entry: Entry) -> str:
-    """``field: old -> new`` for each field, ``; ``-separated."""
-
-    def shown(value: Any) -> str:
-        return "-" if value is None else str(value)
-
-    return "; ".join(
-        f"{field}: {shown(old)} -> {shown(new)}" for field, (old, new) in entry.changes.items()
-    )
 
 
 @click.command(cls=DBeatCommand)
@@ -68,6 +56,9 @@ def log(
     subject = f" for calendar {calendar!r}" if calendar else f" for {name!r}" if name else ""
     echo_table(
         ("AT", "ACTOR", "SURFACE", "ACTION", "NAME", "CHANGES"),
-        ((e.at, e.actor, e.surface, e.action, e.name, _change_text(e) or "-") for e in entries),
+        (
+            (e.at, e.actor, e.surface, e.action, e.name, change_text(e.changes) or "-")
+            for e in entries
+        ),
         empty="no audit entries" + subject,
     )

@@ -15,6 +15,7 @@ from ..api import FireInfo, PreviewSlot, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
 from ..core.specs import DAYS_ALL, Cron, Spec
+from ..core.states import state_note
 from ..store.schedules import CONFIG_ORIGIN
 from ._common import (
     CommandError,
@@ -83,16 +84,6 @@ def _summary(verb: str, info: ScheduleInfo) -> str:
     when = f", next run {iso(info.next_run)}" if info.next_run is not None else ""
     note = f" ({info.pause_note})" if info.pause_note and not info.enabled else ""
     return f"{verb} {info.name!r}: {spec_text(info)}; {info.state}{note}{when}"
-
-
-def _state_text(info: ScheduleInfo) -> str:
-    """The state, with a paused schedule's note (``paused: alice, INC-42``) or an active one's
-    failed runs in a row (``active, 2 failed runs in a row``)."""
-    if info.pause_note:
-        return f"{info.state}: {_short(info.pause_note, 60)}"
-    if info.state == "active" and info.consecutive_failures:
-        return f"active, {info.consecutive_failures} failed runs in a row"
-    return info.state
 
 
 # Writes ----------------------------------------------------------------------------------------
@@ -265,8 +256,11 @@ def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: 
         echo_json([schedule_json(info) for info in infos])
         return
     echo_table(
-        ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)"],
-        ([i.name, i.task, spec_text(i), _state_text(i), i.next_run] for i in infos),
+        ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)", "NOTE"],
+        (
+            [i.name, i.task, spec_text(i), i.state, i.next_run, _short(state_note(i), 60) or None]
+            for i in infos
+        ),
         empty="no schedules",
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,7 +40,9 @@ __all__ = [
     "Surface",
     "bounded",
     "calendar_changes",
+    "change_text",
     "changes",
+    "decoded_changes",
     "subject",
 ]
 
@@ -180,6 +182,31 @@ def changes(
         if old != new:
             found[column] = [bounded(old), bounded(new)]
     return found
+
+
+def decoded_changes(text: str) -> dict[str, list[Any]]:
+    """An entry's ``changes`` column (``{field: [old, new]}`` as JSON) as data; text that is not
+    that JSON (a row written by hand) as the one change ``changes: [None, text]``."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {"changes": [None, text]}
+    return value if isinstance(value, dict) else {"changes": [None, value]}
+
+
+def change_text(changed: Mapping[str, Sequence[Any]]) -> str:
+    """``field: old -> new`` for each field, ``; ``-separated (``-`` for none): an entry's changes
+    as every surface shows them (``dbeat log``, both admins)."""
+
+    def shown(value: Any) -> str:
+        return "-" if value is None else str(value)
+
+    return "; ".join(
+        f"{field}: {shown(pair[0])} -> {shown(pair[1])}"
+        if isinstance(pair, (list, tuple)) and len(pair) == 2
+        else f"{field}: {shown(pair)}"
+        for field, pair in changed.items()
+    )
 
 
 def subject(action: str, name: str | None) -> str:

@@ -21,6 +21,8 @@ from itertools import islice
 from zoneinfo import ZoneInfo
 
 from .errors import ValidationError
+from .suggestions import did_you_mean
+from .text import refuse_control_characters
 from .timing.cron import load_zone
 
 __all__ = [
@@ -72,10 +74,13 @@ def check_calendar_name(value: object, field_name: str = "name") -> str:
     return value
 
 
-def unknown_calendar(name: str) -> ValidationError:
-    """The error of a schedule naming a calendar that does not exist, on every surface."""
+def unknown_calendar(name: str, known: Iterable[str] = ()) -> ValidationError:
+    """The error of a schedule naming a calendar that does not exist, on every surface, with the
+    name of ``known`` (the calendars there are) it most likely meant."""
     return ValidationError(
-        "calendar", name, "no calendar has this name (add it: dbeat calendar add)"
+        "calendar",
+        name,
+        f"no calendar has this name{did_you_mean(name, known)} (add it: dbeat calendar add)",
     )
 
 
@@ -168,8 +173,10 @@ class Calendar:
         """Validate every field; raise :class:`ValidationError` naming the first bad one."""
         check_calendar_name(name)
         load_zone(timezone)
-        if description is not None and not isinstance(description, str):
-            raise ValidationError("description", description, "must be text")
+        if description is not None:
+            if not isinstance(description, str):
+                raise ValidationError("description", description, "must be text")
+            refuse_control_characters("description", description)
         return cls(name, timezone, parse_dates(dates), description or "", version)
 
     def excludes(self, slot: datetime) -> bool:

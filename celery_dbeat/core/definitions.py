@@ -63,12 +63,12 @@ def create_arguments(row: Any) -> dict[str, Any]:
 _SOME_ANCHOR = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 
-def _text(field_name: str, value: Any, limit: int) -> str:
+def _text(field_name: str, value: Any, limit: int, *, name: bool = False) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field_name, value, "must be a non-empty string")
     if len(value) > limit:
         raise ValidationError(field_name, value, f"is longer than {limit} characters")
-    refuse_control_characters(field_name, value)
+    refuse_control_characters(field_name, value, name=name)
     return value
 
 
@@ -201,7 +201,7 @@ class Definition:
         history_limit: int | None = None,
     ) -> Definition:
         """Validate every field; raise :class:`ValidationError` naming the first bad one."""
-        _text("name", name, 200)
+        _text("name", name, 200, name=True)
         _text("task", task, 255)
         if not isinstance(enabled, bool):
             raise ValidationError("enabled", enabled, "must be true or false")

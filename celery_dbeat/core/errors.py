@@ -20,8 +20,10 @@ it, the CLI says so in one line (exit 4).
 from __future__ import annotations
 
 import reprlib
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from .suggestions import did_you_mean
 from .urls import mask_url
 
 __all__ = [
@@ -119,11 +121,12 @@ class ScheduleChanged(DBeatError):
 
 
 class CalendarNotFound(DBeatError, LookupError):
-    """No calendar with the given name exists."""
+    """No calendar with the given name exists (``known``: those that do, for a suggestion)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, known: Iterable[str] = ()) -> None:
         self.name = name
-        super().__init__(f"no calendar named {name!r} (see: dbeat calendar list)")
+        meant = did_you_mean(name, known)
+        super().__init__(f"no calendar named {name!r}{meant} (see: dbeat calendar list)")
 
 
 class CalendarExists(DBeatError):

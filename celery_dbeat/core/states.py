@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-__all__ = ["OTHERWISE", "RULE", "STATES", "PauseSource", "schedule_state"]
+__all__ = ["OTHERWISE", "RULE", "STATES", "PauseSource", "schedule_state", "state_note"]
 
 #: In order, the first rule that holds names the state: ``(state, column, test)``, where the test
 #: is ``"set"`` (not NULL) or ``"true"`` (a flag that is on).
@@ -31,6 +31,20 @@ def schedule_state(row: Any) -> str:
         if (value is True) if test == "true" else (value is not None):
             return state
     return OTHERWISE
+
+
+def state_note(row: Any) -> str:
+    """What every surface shows beside a schedule's state (in a column of its own, so that the
+    state column holds only the state word): a paused schedule's note (who paused it and why,
+    or ``paused after 3 consecutive failed runs``), an active one's failed runs in a row, else
+    ``""``. ``row``: as for :func:`schedule_state`, with ``pause_note`` and
+    ``consecutive_failures``."""
+    state = schedule_state(row)
+    if state == OTHERWISE:
+        return str(row.pause_note or "")
+    if state == "active" and row.consecutive_failures:
+        return f"{row.consecutive_failures} failed runs in a row"
+    return ""
 
 
 class PauseSource(str, enum.Enum):

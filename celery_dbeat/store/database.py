@@ -41,6 +41,7 @@ __all__ = [
     "is_auth_failure",
     "is_conflict",
     "migrate",
+    "migrate_command",
 ]
 
 VERSION_TABLE = "dbeat_alembic_version"
@@ -146,8 +147,15 @@ def _known(revision: str) -> bool:
         return False
 
 
-def check_schema(engine: Engine) -> str:
-    """Raise :class:`SchemaVersionError` unless the schema is at this version's head."""
+def migrate_command(app: str | None = None) -> str:
+    """The command that creates or upgrades the tables, for the Celery app ``app`` (as given to
+    ``-A``); without one, a placeholder that says what to put there."""
+    return f"`celery -A {app or '<your Celery app>'} dbeat migrate`"
+
+
+def check_schema(engine: Engine, app: str | None = None) -> str:
+    """Raise :class:`SchemaVersionError` unless the schema is at this version's head; its
+    message names ``app`` (:func:`migrate_command`)."""
     with engine.connect() as connection:
         current = _current(connection)
     head = _head()
@@ -155,7 +163,7 @@ def check_schema(engine: Engine) -> str:
         return current
     if current is None:
         raise SchemaVersionError(
-            "the celery-dbeat tables are not installed; run `celery -A proj dbeat migrate` "
+            f"the celery-dbeat tables are not installed; run {migrate_command(app)} "
             "or set dbeat_auto_migrate=True"
         )
     if not _known(current):
@@ -165,7 +173,7 @@ def check_schema(engine: Engine) -> str:
         )
     raise SchemaVersionError(
         f"the database schema is at revision {current!r}, older than {head!r}; run "
-        "`celery -A proj dbeat migrate` or set dbeat_auto_migrate=True"
+        f"{migrate_command(app)} or set dbeat_auto_migrate=True"
     )
 
 

@@ -69,6 +69,46 @@ def test_a_calendar_edit_takes_effect_at_the_next_batch_of_a_running_beat(
     assert api.calendars.get("holidays").version == 3
 
 
+def test_a_calendar_removed_and_created_again_applies_its_new_dates_on_a_beat_that_read_the_old(
+    api: Schedules, make_ticker: MakeTicker, clock: FixedClock, publisher: RecordingPublisher
+) -> None:
+    # Both calendars are at version 1: only their identity tells them apart.
+    api.calendars.add("holidays")
+    api.add("daily", "t.daily", Cron("0 10 * * *"), calendar="holidays")
+    ticker = make_ticker()
+    run(ticker, clock, TEN, step=STEP)
+
+    api.update("daily", calendar=None)
+    api.calendars.remove("holidays")
+    api.calendars.add("holidays", dates="2024-05-07")
+    api.update("daily", calendar="holidays")
+    run(ticker, clock, TEN + 2 * DAY, step=STEP)
+
+    assert api.calendars.get("holidays").version == 1
+    assert [r.slot for r, *_ in publisher] == [TEN, TEN + 2 * DAY]
+    skipped = [f for f in api.history("daily") if f.status == "skipped"]
+    assert [(f.slot, f.calendar) for f in skipped] == [(TEN + DAY, "holidays")]
+
+
+def test_a_calendar_row_inserted_by_hand_without_a_uid_is_read_at_every_batch(
+    api: Schedules,
+    make_ticker: MakeTicker,
+    clock: FixedClock,
+    publisher: RecordingPublisher,
+    tables: Tables,
+) -> None:
+    api.calendars.add("holidays")
+    api.add("daily", "t.daily", Cron("0 10 * * *"), calendar="holidays")
+    tables.execute("UPDATE dbeat_calendars SET uid = NULL")
+    ticker = make_ticker()
+    run(ticker, clock, TEN, step=STEP)
+
+    tables.execute("UPDATE dbeat_calendars SET dates = '[\"2024-05-07\"]'")  # version kept
+    run(ticker, clock, TEN + 2 * DAY, step=STEP)
+
+    assert [r.slot for r, *_ in publisher] == [TEN, TEN + 2 * DAY]
+
+
 def test_excluded_slots_are_never_missed_after_an_outage(
     api: Schedules, make_ticker: MakeTicker, clock: FixedClock, publisher: RecordingPublisher
 ) -> None:
@@ -107,6 +147,24 @@ def test_a_schedule_naming_an_unknown_calendar_is_refused_on_add_and_update(
     with pytest.raises(ValidationError, match=r"calendar='nope'"):
         api.update("daily", calendar="nope")
     assert api.get("daily").calendar is None
+
+
+def test_an_unknown_calendar_is_refused_with_the_name_it_most_likely_meant(
+    api: Schedules,
+) -> None:
+    api.calendars.add("holidays")
+    api.calendars.add("closures")
+
+    with pytest.raises(
+        ValidationError,
+        match=r"calendar='holidyas': no calendar has this name \(did you mean holidays\?\)",
+    ):
+        api.add("daily", "t.daily", Cron("0 10 * * *"), calendar="holidyas")
+    with pytest.raises(CalendarNotFound, match=r"'holidyas' \(did you mean holidays\?\)"):
+        api.calendars.get("holidyas")
+    with pytest.raises(ValidationError) as caught:
+        api.add("daily", "t.daily", Cron("0 10 * * *"), calendar="nothing-like-it")
+    assert "did you mean" not in str(caught.value)
 
 
 def test_removing_a_calendar_still_named_is_refused_with_the_schedules_names(
@@ -190,5 +248,17 @@ def test_a_backfill_leaves_out_the_days_the_calendar_removes(
     api.add("daily", "t.daily", Cron("0 10 * * *"), start_at=TEN - 5 * DAY, calendar="holidays")
 
     report = api.backfill("daily", TEN - 3 * DAY, TEN - DAY)
+    holiday = api.backfill("daily", TEN - 2 * DAY, TEN - 2 * DAY, dry_run=True)
 
     assert report.queued == [TEN - 3 * DAY, TEN - DAY]
+    assert (report.calendar, report.excluded) == ("holidays", [TEN - 2 * DAY])
+    assert report.summary().startswith("queued 2 fire(s) of 'daily' from ")
+    assert (
+        "(0 of the 2 slot(s) in the range already sent or on their way; 1 excluded by calendar"
+        " 'holidays', never sent (2024-05-04T10:00:00Z)); beats send them" in report.summary()
+    )
+    # A range whose only slot the calendar removes says why nothing is left.
+    assert holiday.summary() == (
+        "nothing to backfill: 0 slot(s) of 'daily' in the range, 0 already sent or on their way;"
+        " 1 excluded by calendar 'holidays', never sent (2024-05-04T10:00:00Z)"
+    )

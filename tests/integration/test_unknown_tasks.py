@@ -44,7 +44,10 @@ def test_beat_logs_the_unknown_tasks_of_beat_schedule_and_syncs_them(
         Scheduler(app).close()
 
     assert [r.getMessage() for r in caplog.records if "not registered" in r.message] == [
-        "dbeat: beat_schedule: " + unknown_task_warning(["beatproj.taks.typo"], "beatproj")
+        "dbeat: beat_schedule: task 'beatproj.taks.typo' (did you mean beatproj.tasks.known?) "
+        "is not registered in the Celery app 'beatproj': beat sends it all the same, but only a "
+        "worker that registers this name can run it; check the name, and that your workers "
+        "import the module that defines it (defined only in the workers' code is fine)"
     ]
     with Schedules(database) as api:
         assert sorted(info.name for info in api.list()) == ["known", "typo"]
@@ -59,6 +62,19 @@ def test_the_words_name_each_task_once_and_say_it_is_only_a_warning() -> None:
     )
     assert unknown_task_warning(["a.t"]).startswith(
         "task 'a.t' is not registered in this Celery app: beat sends it all the same"
+    )
+
+
+def test_each_unknown_task_is_given_the_registered_name_it_most_likely_meant() -> None:
+    known = ["celery.ping", "proj.tasks.report", "proj.tasks.cleanup"]
+
+    assert unknown_task_warning(["proj.tasks.reprot"], "proj", known).startswith(
+        "task 'proj.tasks.reprot' (did you mean proj.tasks.report?) is not registered in the "
+        "Celery app 'proj': "
+    )
+    assert unknown_task_warning(["proj.tasks.cleanpu", "other.x"], "proj", known).startswith(
+        "tasks 'other.x', 'proj.tasks.cleanpu' (did you mean proj.tasks.cleanup?) are not "
+        "registered"
     )
 
 
@@ -138,7 +154,7 @@ def test_each_api_write_that_sets_an_unknown_task_stores_it_and_logs_the_one_war
             with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
                 call(api)
             assert unknown_task_logs(caplog) == [
-                "dbeat: " + unknown_task_warning([TYPO], "apiproj")
+                "dbeat: " + unknown_task_warning([TYPO], "apiproj", [KNOWN])
             ], write
             assert [r.name for r in caplog.records] == ["celery_dbeat.api"], write
 

@@ -106,3 +106,28 @@ def test_preview_lists_the_fires_and_the_slots_the_calendar_removes_between_them
         PreviewSlot(daily[2], "weekend"),
         PreviewSlot(daily[3]),
     ]
+
+
+@pytest.mark.parametrize(
+    ("description", "code"),
+    [
+        pytest.param("Bank holidays\x1b]0;owned\x07", "U+001B", id="terminal-title"),
+        pytest.param("ring\x07", "U+0007", id="bell"),
+        pytest.param("closed\r\n2026-12-06 beat: sent 0 fire(s)", "U+000D", id="forged-log-line"),
+        pytest.param("syaw\u202eyadiloh", "U+202E", id="right-to-left-override"),
+    ],
+)
+def test_a_description_with_a_control_character_is_refused_as_a_name_is(
+    description: str, code: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Calendar.create("holidays", description=description)
+
+    assert refused.value.field == "description"
+    assert f"contains the control character {code} " in str(refused.value)
+
+
+def test_a_description_may_hold_any_printable_text() -> None:
+    text = "Jours fériés — 祝日 🎄 (UK & FR)"
+
+    assert Calendar.create("holidays", description=text).description == text

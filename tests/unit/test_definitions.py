@@ -48,3 +48,25 @@ def test_a_control_character_is_refused_naming_it_and_where_it_is(
 )
 def test_printable_unicode_names_are_accepted(name: str) -> None:
     assert Definition.create(name=name, task="proj.tasks.r", schedule=Every(60)).name == name
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "position"),
+    [
+        pytest.param("re\u200bport", "U+200B", 2, id="zero-width-space"),
+        pytest.param("report\u00ad", "U+00AD", 6, id="soft-hyphen"),
+        pytest.param("\ufeffreport", "U+FEFF", 0, id="byte-order-mark"),
+        pytest.param("rep\u2060ort", "U+2060", 3, id="word-joiner"),
+        pytest.param("re\u200dport", "U+200D", 2, id="joiner-between-letters"),
+    ],
+)
+def test_an_invisible_character_in_a_name_is_refused_as_two_names_would_look_the_same(
+    text: str, code: str, position: int
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Definition.create(name=text, task="proj.tasks.report", schedule=Every(60))
+
+    assert caught.value.field == "name"
+    assert f"contains the invisible character {code} at position {position}; remove it" in str(
+        caught.value
+    ).replace(f" ({text[position]!r})", "")

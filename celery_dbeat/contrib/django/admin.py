@@ -26,11 +26,12 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from celery_dbeat.core.audit import subject
+from celery_dbeat.core.audit import change_text, decoded_changes, subject
 from celery_dbeat.core.definitions import MAX_PAUSE_NOTE, SPEC_COLUMNS, TIMING_COLUMNS
 from celery_dbeat.core.errors import DBeatError, ScheduleNotFound
 from celery_dbeat.core.fields import KIND_FIELDS
 from celery_dbeat.core.specs import spec_from_fields
+from celery_dbeat.core.states import state_note
 
 from .base import OnScheduleDatabase, ReadOnly, WriteRefused, request_actor
 from .calendars import CalendarAdmin
@@ -85,6 +86,7 @@ class ScheduleAdmin(OnScheduleDatabase):
         "next_run",
         "last_fired",
         "run_count",
+        "note",
         "error",
     )
     list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
@@ -179,17 +181,13 @@ class ScheduleAdmin(OnScheduleDatabase):
 
     @admin.display(description="state")
     def state(self, obj: Schedule) -> str:
-        """The state; a paused schedule's note below it (all of it on hover), an active one's
-        failed runs in a row."""
-        if obj.state == "active" and obj.consecutive_failures:
-            failing: str = format_html(
-                "{}<br>{} failed runs in a row", obj.state, obj.consecutive_failures
-            )
-            return failing
-        if obj.state != "paused" or not obj.pause_note:
-            return str(obj.state)
-        shown: str = format_html("{}<br>{}", obj.state, shortened(obj.pause_note, 60))
-        return shown
+        return str(obj.state)
+
+    @admin.display(description="note")
+    def note(self, obj: Schedule) -> str:
+        """Beside the state, as ``dbeat list`` shows it: a paused schedule's note (all of it on
+        hover), an active one's failed runs in a row."""
+        return shortened(state_note(obj), 60)
 
     @admin.display(description="paused")
     def paused(self, obj: Schedule) -> str:
@@ -532,16 +530,21 @@ class BeatAdmin(ReadOnly):
 class AuditAdmin(ReadOnly):
     """The audit trail, newest first: read-only, as every surface writes it with its edits."""
 
-    list_display = ("when", "actor", "surface", "action", "about", "changes")
+    list_display = ("when", "actor", "surface", "action", "about", "changed")
     list_filter = ("surface", "action")
     search_fields = ("schedule_name", "schedule_uid", "actor")
-    fields = ("when", "actor", "surface", "action", "about", "schedule_uid", "changes")
+    fields = ("when", "actor", "surface", "action", "about", "schedule_uid", "changed")
 
     when = instant("at", "at")
 
     @admin.display(description="schedule or calendar", ordering="schedule_name")
     def about(self, obj: AuditEntry) -> str:
         return subject(obj.action, obj.schedule_name)
+
+    @admin.display(description="changes")
+    def changed(self, obj: AuditEntry) -> str:
+        """As ``dbeat log`` shows them: ``field: old -> new; ...``."""
+        return change_text(decoded_changes(obj.changes)) or "-"
 
 
 admin.site.register(Calendar, CalendarAdmin)

@@ -61,8 +61,8 @@ class CalendarForm(forms.ModelForm):
     description = forms.CharField(
         required=False,
         label="Description",
-        widget=forms.Textarea({"rows": 2, "cols": 60, "class": "vLargeTextField"}),
-        help_text="Optional: what it is for.",
+        widget=forms.TextInput({"size": 60, "class": "vTextField"}),
+        help_text="Optional: what it is for, in one line.",
     )
     dates = forms.CharField(
         required=False,

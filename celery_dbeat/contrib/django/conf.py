@@ -13,6 +13,7 @@ alias's database follows it to the test database: a test run never touches the r
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import fields
@@ -21,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.config import Settings
+from celery_dbeat.config import SETTING_KEYS, Settings, SettingsErrors
 from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.store import Store
 
@@ -248,6 +249,9 @@ def dbeat_settings() -> Settings:
     ``dbeat_database_url``; else the
     ``CELERY_DBEAT_*`` settings with the URL of :func:`database_alias`'s database. Under a test
     runner, a URL naming that database names its test database instead.
+
+    A bad value is reported under the name it was given as: ``CELERY_DBEAT_LOCK_TTL`` for a
+    Django setting, ``dbeat_lock_ttl`` for a key of the Celery app.
     """
     from django.conf import settings
 
@@ -258,7 +262,12 @@ def dbeat_settings() -> Settings:
         if getattr(settings, f"CELERY_DBEAT_{name.upper()}", None) is not None
     }
     app = project_celery_app()
-    if "database_url" not in values and app is not None and app.conf.get("dbeat_database_url"):
+    from_app = (
+        "database_url" not in values
+        and app is not None
+        and bool(app.conf.get("dbeat_database_url"))
+    )
+    if from_app:
         values = {
             name: app.conf.get(f"dbeat_{name}")
             for name in names
@@ -268,7 +277,32 @@ def dbeat_settings() -> Settings:
         values["database_url"] = database_url()
     else:
         values["database_url"] = _on_test_database(values["database_url"])
-    return Settings.from_mapping(values)
+    try:
+        return Settings.from_mapping(values)
+    except ConfigurationError as exc:
+        if from_app:
+            raise
+        raise _as_django_settings(exc) from None
+
+
+#: A celery-dbeat key in an error's text (``dbeat_lock_ttl``).
+_KEY = re.compile(r"\bdbeat_[a-z_]+\b")
+
+
+def _django_setting(text: str) -> str:
+    """``text`` with each celery-dbeat key in it named as a Django setting
+    (``dbeat_lock_ttl`` -> ``CELERY_DBEAT_LOCK_TTL``, the setting the project's Celery app reads
+    with ``namespace="CELERY"``)."""
+    return _KEY.sub(lambda m: f"CELERY_{m[0].upper()}" if m[0] in SETTING_KEYS else m[0], text)
+
+
+def _as_django_settings(exc: ConfigurationError) -> ConfigurationError:
+    """``exc`` (one bad setting, or :class:`SettingsErrors`) naming Django's settings."""
+    errors = [
+        ConfigurationError(_django_setting(e.key), e.value, _django_setting(e.problem))
+        for e in getattr(exc, "errors", [exc])
+    ]
+    return errors[0] if len(errors) == 1 else SettingsErrors(errors)
 
 
 _lock = threading.Lock()

@@ -199,7 +199,8 @@ class ScheduleFormBase(forms.ModelForm):
         if calendar is not None and not (
             Calendar.objects.using(database_alias()).filter(name=calendar).exists()
         ):
-            self.add_error("calendar", str(unknown_calendar(calendar)))
+            known = Calendar.objects.using(database_alias()).values_list("name", flat=True)
+            self.add_error("calendar", str(unknown_calendar(calendar, known)))
             return data
         clash = Schedule.objects.using(database_alias()).filter(name=definition.name)
         if self.instance.pk is not None:

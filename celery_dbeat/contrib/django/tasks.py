@@ -29,5 +29,5 @@ def unknown_task_warning(task: str) -> str | None:
     names = registered_tasks()
     if names is None or task in names:
         return None
-    warning = task_names.unknown_task_warning([task], project_celery_app().main)
+    warning = task_names.unknown_task_warning([task], project_celery_app().main, names)
     return warning[0].upper() + warning[1:] + "."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ...core.audit import subject
+from ...core.audit import change_text, decoded_changes, subject
 from ...store.models import Audit
 from .base import Access, AdminSession, DBeatView
 
@@ -16,6 +16,11 @@ AUDIT_ENDPOINT = "dbeat_audit"
 
 def _about(view: AuditView, context: Any, row: Audit, name: str) -> str:
     return subject(row.action, row.schedule_name)
+
+
+def _changes(view: AuditView, context: Any, row: Audit, name: str) -> str:
+    """As ``dbeat log`` shows them: ``field: old -> new; ...``."""
+    return change_text(decoded_changes(row.changes)) or "-"
 
 
 class AuditView(DBeatView):
@@ -33,7 +38,7 @@ class AuditView(DBeatView):
     column_default_sort = ("at", True)
     column_searchable_list = ("schedule_name", "schedule_uid", "actor")
     column_filters = ("surface", "action", "actor")
-    column_formatters: ClassVar[dict[str, Any]] = {"schedule_name": _about}
+    column_formatters: ClassVar[dict[str, Any]] = {"schedule_name": _about, "changes": _changes}
 
     def __init__(
         self,

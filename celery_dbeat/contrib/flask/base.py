@@ -25,6 +25,7 @@ them): an unreadable one is ``None``, a schedule's ``last_error`` says so, and t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -133,6 +134,9 @@ def schema_problem(engine: Engine) -> SchemaProblem | None:
 
 _Action = TypeVar("_Action", bound=Callable[..., Any])
 
+#: A primary key of an integer column, as a page's ``?id=`` writes it.
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
 
 def bulk_action(
     name: str, text: str, confirmation: str | None = None
@@ -218,7 +222,28 @@ class DBeatView(ModelView):
         return count, rows
 
     def get_one(self, id: Any) -> Any:
-        return self.load(tools.iterdecode(id))
+        parts = tools.iterdecode(id)
+        key = self.key_of(parts[0]) if len(parts) == 1 else None
+        return None if key is None else self.load(key)
+
+    def key_of(self, text: object) -> Any | None:
+        """The primary key that ``text`` (a page's ``?id=``, a bulk action's row id) names, or
+        ``None`` when no row can have it: not a whole number in the column's range, or text the
+        column cannot hold. Looked up as it is, such a key is not a missing row but an error of
+        the driver (PostgreSQL: "invalid input syntax for type bigint"), a 500."""
+        if not isinstance(text, str):
+            return None
+        column_type = self._key.type
+        if isinstance(column_type, sa.Integer):
+            if not _WHOLE_NUMBER.fullmatch(text):
+                return None
+            bits = 63 if isinstance(column_type, sa.BigInteger) else 31
+            key = int(text)
+            return key if -(2**bits) <= key < 2**bits else None
+        length = getattr(column_type, "length", None)
+        if "\x00" in text or (length is not None and len(text) > length):
+            return None
+        return text
 
     def load(self, key: Any) -> Any:
         """The row whose primary key is ``key`` (``None`` if there is none), its instants read

@@ -37,7 +37,7 @@ class CalendarForm(SecureForm):
     timezone = StringField(
         "Time zone", default="UTC", description="The zone the dates are days of (IANA name)."
     )
-    description = TextAreaField("Description", description="Optional: what it is for.")
+    description = StringField("Description", description="Optional: what it is for, in one line.")
     dates = TextAreaField(
         "Dates",
         render_kw={"rows": 10},
@@ -182,7 +182,7 @@ class CalendarView(DBeatView):
 
     @bulk_action("delete", "Delete", "Delete the selected calendars?")
     def action_delete(self, ids: Sequence[str]) -> None:
-        keys = [int(i) for i in ids if str(i).isdigit()]
+        keys = [key for key in map(self.key_of, ids) if key is not None]
         rows: list[Calendar] = (
             self.get_query().filter(Calendar.id.in_(keys)).order_by(Calendar.name).all()
         )

@@ -27,7 +27,7 @@ from ...core.errors import DBeatError, ScheduleExists, ValidationError
 from ...core.fields import KINDS
 from ...core.formats import parse_instant
 from ...core.overlap import OverlapPolicy
-from ...core.states import STATES, schedule_state
+from ...core.states import STATES, schedule_state, state_note
 from ...store.models import Schedule
 from ...store.schedules import CONFIG_ORIGIN, state_expression
 from ...task_names import unknown_task_warning
@@ -96,7 +96,7 @@ def _state(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup
     shown = badge(state, _STATE_BADGES[state], row.last_error or row.pause_note or "")
     if state == "active" and row.consecutive_failures:
         return Markup('{}<br><small class="text-danger dbeat-failures">{}</small>').format(
-            shown, f"{row.consecutive_failures} failed runs in a row"
+            shown, state_note(row)
         )
     if state != "paused" or not row.pause_note:
         return shown
@@ -275,8 +275,9 @@ class ScheduleView(DBeatView):
 
     def _check_task(self, task: str) -> None:
         """Warn, after a save, about a task name this app has not registered."""
-        if self.task_names is not None and task not in self.task_names():
-            flash(f"Saved, but {unknown_task_warning([task])}.", "warning")
+        known = None if self.task_names is None else self.task_names()
+        if known is not None and task not in known:
+            flash(f"Saved, but {unknown_task_warning([task], known=known)}.", "warning")
 
     def render(self, template: str, **kwargs: Any) -> str:
         model = kwargs.get("model")
@@ -350,7 +351,7 @@ class ScheduleView(DBeatView):
         return True
 
     def _selected(self, ids: Iterable[str]) -> list[Schedule]:
-        keys = [int(i) for i in ids if str(i).isdigit()]
+        keys = [key for key in map(self.key_of, ids) if key is not None]
         rows: list[Schedule] = (
             self.get_query().filter(Schedule.id.in_(keys)).order_by(Schedule.name).all()
         )
@@ -422,7 +423,9 @@ class ScheduleView(DBeatView):
 
     @bulk_action("backfill", "Backfill")
     def action_backfill(self, ids: Sequence[str]) -> Any:
-        return redirect(url_for(".backfill_view", id=[i for i in ids if str(i).isdigit()]))
+        return redirect(
+            url_for(".backfill_view", id=[i for i in ids if self.key_of(i) is not None])
+        )
 
     @expose("/backfill/", methods=("GET", "POST"))
     def backfill_view(self) -> Any:

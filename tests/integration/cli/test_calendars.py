@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from tests.integration.cli.conftest import Cli
 
 ICS = """BEGIN:VCALENDAR
@@ -164,3 +166,35 @@ def test_an_import_naming_a_calendar_nowhere_to_be_found_writes_nothing(
 
     assert "schedules[0] ('daily'): no calendar named 'nope'" in error
     assert "daily" not in cli.ok("list")
+
+
+def test_a_description_is_refused_with_a_control_character_and_one_stored_before_shown_escaped(
+    cli: Cli, sqlite_url: str
+) -> None:
+    refused = cli.fails(
+        "calendar", "add", "office", "--dates", "2030-12-25",
+        "--description", "closed\x1b]0;owned\x07", code=1,
+    )  # fmt: skip
+    cli.ok("calendar", "add", "office", "--dates", "2030-12-25", "--description", "closed")
+    cli.ok("add", "daily", "proj.tasks.daily", "--cron", "0 9 * * *", "--calendar", "office")
+    # Written before descriptions were checked (or by hand): still the calendar's, its dates
+    # still apply, and no surface prints the escape sequence as it is.
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE dbeat_calendars SET description = :d"),
+            {"d": "closed\x1b]0;owned\x07\r\nforged line"},
+        )
+    engine.dispose()
+
+    shown = cli.ok("calendar", "show", "office")
+    listed = cli.ok("calendar", "list")
+    preview = cli.ok("preview", "daily", "--after", "2030-12-24T00:00:00Z", "--count", "2")
+
+    assert "description='closed\\x1b]0;owned\\x07': contains the control character U+001B" in (
+        refused
+    )
+    assert "description: closed\\x1b]0;owned\\x07\\r\\nforged line\n" in shown
+    assert "closed\\x1b]0;owned\\x07\\r\\nforged line" in listed
+    assert "\x1b" not in shown + listed
+    assert "2030-12-25T09:00:00Z  excluded by calendar office (not sent)" in preview

@@ -473,7 +473,7 @@ def test_list_prints_an_aligned_table_and_filters(cli: Cli) -> None:
     limited = json.loads(cli.ok("list", "--limit", "1", "--json"))
 
     lines = table.splitlines()
-    assert lines[0].split() == ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT", "RUN", "(UTC)"]
+    assert lines[0].split() == ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT", "RUN", "(UTC)", "NOTE"]
     assert [line.split()[0] for line in lines[1:]] == ["once", "p", "report-daily"]
     assert "every 1m30s" in lines[2]
     assert "paused" in lines[2]
@@ -589,7 +589,7 @@ def test_a_paused_schedule_shows_no_next_run_but_json_keeps_the_stored_value(cli
     stored = json.loads(cli.ok("show", "p", "--json"))["next_run_at"]
 
     assert paused == "paused 'p': every 1h; paused\n"
-    assert listed == ["p", "proj.tasks.p", "every", "1h", "paused", "-"]
+    assert listed == ["p", "proj.tasks.p", "every", "1h", "paused", "-", "-"]  # no note
     assert shown["next_run_at"] == f"- (stored {stored}; paused)"
     assert stored is not None
 

@@ -5,9 +5,11 @@ until ``resume`` clears it; a bad note is refused in one line; the per-schedule
 from __future__ import annotations
 
 import json
+import re
 
 import sqlalchemy as sa
 
+from celery_dbeat.core.definitions import failure_note
 from celery_dbeat.store import create_engine
 from celery_dbeat.store.models import S
 from tests.integration.cli.conftest import Cli, shown
@@ -21,7 +23,7 @@ def test_a_paused_schedule_shows_its_note_everywhere_until_resumed(cli_any: Cli)
 
     assert out.startswith("paused 'report': ")
     assert "paused (alice: mail server down (INC-42))" in out
-    assert "paused: alice: mail server down (INC-42)" in cli.ok("list")
+    assert listed_state(cli, "report") == ("paused", "alice: mail server down (INC-42)")
     data = shown(cli, "report")
     assert (data["state"], data["pause_note"], data["pause_source"]) == (
         "paused",
@@ -38,6 +40,25 @@ def test_a_paused_schedule_shows_its_note_everywhere_until_resumed(cli_any: Cli)
     cli.ok("resume", "report")
     data = shown(cli, "report")
     assert (data["state"], data["pause_note"], data["paused_at"]) == ("active", None, None)
+
+
+def listed_state(cli: Cli, name: str) -> tuple[str, str]:
+    """The STATE and NOTE columns of ``name``'s row in ``dbeat list``."""
+    header, *rows = cli.ok("list").splitlines()
+    columns = re.split(r"\s{2,}", header)
+    (row,) = (re.split(r"\s{2,}", line) for line in rows if line.startswith(f"{name} "))
+    cells = dict(zip(columns, row, strict=True))
+    return cells["STATE"], cells["NOTE"]
+
+
+def test_the_state_column_holds_the_state_word_and_the_note_has_a_column_of_its_own(
+    cli: Cli,
+) -> None:
+    cli.ok("add", "report", "proj.tasks.report", "--cron", "0 * * * *")
+    cli.ok("pause", "report", "--note", failure_note(3, None))
+
+    assert listed_state(cli, "report") == ("paused", "paused after 3 consecutive failed runs")
+    assert "paused after 3 consecutive failed runs" in cli.ok("show", "report")
 
 
 def test_a_bad_note_is_refused_in_one_line_and_the_schedule_is_not_paused(cli: Cli) -> None:
@@ -85,5 +106,5 @@ def test_an_active_schedules_failed_runs_in_a_row_are_shown_by_list_and_show(cli
         conn.execute(sa.update(S).values(consecutive_failures=2))
     engine.dispose()
 
-    assert "active, 2 failed runs in a row" in cli.ok("list")
+    assert listed_state(cli, "report") == ("active", "2 failed runs in a row")
     assert shown(cli, "report")["consecutive_failures"] == 2

@@ -100,3 +100,30 @@ def test_the_celery_executable_finds_dbeat_through_its_entry_point(tmp_path: Pat
 
     assert migrate.returncode == 0, migrate.stderr
     assert (listed.returncode, listed.stdout) == (0, "[]\n")
+
+
+def test_on_an_empty_database_each_command_says_to_migrate_the_app_given_with_a(
+    tmp_path: Path,
+) -> None:
+    # Named "proj" as in the README: the commands must name the module given to -A instead.
+    database = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    (tmp_path / "sitecelery.py").write_text(
+        "from celery import Celery\n"
+        "app = Celery('proj')\n"
+        f"app.conf.dbeat_database_url = {database!r}\n"
+    )
+    told = "run `celery -A sitecelery:app dbeat migrate`"
+
+    def via(*args: str) -> list[str]:
+        return [sys.executable, "-c", THROUGH_CELERY_GROUP, "-A", "sitecelery:app", *args]
+
+    check = run(tmp_path, via("dbeat", "check"))
+    listed = run(tmp_path, via("dbeat", "list"))
+    migrate_check = run(tmp_path, via("dbeat", "migrate", "--check"))
+
+    assert check.returncode == 1
+    assert told in check.stdout
+    assert (listed.returncode, migrate_check.returncode) == (4, 4)
+    assert told in listed.stderr
+    assert told in migrate_check.stderr
+    assert "-A proj " not in check.stdout + listed.stderr + migrate_check.stderr

@@ -87,6 +87,20 @@ def test_the_app_s_task_modules_are_imported_before_its_names_are_checked(
     cli.ok("add", "defined", "elsewhere.tasks.defined", "--every", "1m")
 
 
+def test_the_warning_gives_the_registered_name_a_typo_most_likely_meant(
+    cli: Cli, task_module: str
+) -> None:
+    cli.app.conf.imports = [task_module]
+
+    result = cli.run("add", "defined", "elsewhere.tasks.defnied", "--every", "1m")
+
+    assert result.exit_code == 0
+    assert result.stderr.startswith(
+        "warning: task 'elsewhere.tasks.defnied' (did you mean elsewhere.tasks.defined?) is not "
+        "registered in the Celery app 'proj': "
+    )
+
+
 def _write(path: Path, *tasks: str) -> Path:
     forms = [
         {"name": f"s{index}", "task": task, "kind": "interval", "every": 60}

@@ -6,6 +6,7 @@ Every write must go through celery_dbeat.api.Schedules: validated by ``definitio
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import timedelta
 from typing import Any
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 
 from celery_dbeat import Cron, Every, Once
 from celery_dbeat.clock import FixedClock
-from celery_dbeat.core.definitions import FORM_FIELDS
+from celery_dbeat.core.definitions import FORM_FIELDS, failure_note
 from celery_dbeat.store.models import F, S
 from celery_dbeat.store.runs import prune_history
 from tests.bad_inputs import BadInput, bad_input_params
@@ -298,6 +299,23 @@ def test_the_pause_action_keeps_the_note_typed_beside_it_and_the_pages_show_it(
     api.resume("report")
     act(client, "pause", report.id)  # no note typed: one naming the user
     assert api.get("report").pause_note == "paused from the admin by admin"
+
+
+def test_the_list_shows_the_state_word_and_the_note_in_a_column_of_its_own(
+    client: Any, api: Any, report: Any
+) -> None:
+    api.pause("report", note=failure_note(3, None))
+
+    page = client.get(SCHEDULES).content.decode()
+
+    assert cell_of(page, "state") == "paused"
+    assert cell_of(page, "note") == "paused after 3 consecutive failed runs"
+
+
+def cell_of(page: str, column: str) -> str:
+    """The text of the one row's ``column`` on a changelist page."""
+    (cell,) = re.findall(rf'<td class="field-{column}">(.*?)</td>', page, re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
 
 
 def test_the_pages_show_an_active_schedules_failed_runs_in_a_row(

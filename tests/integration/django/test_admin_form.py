@@ -187,7 +187,10 @@ def test_an_unknown_task_name_is_saved_with_a_warning(client: Any, api: Any) -> 
     response = client.post(ADD, form_data(name="typo", task="proj.tasks.reprot"), follow=True)
     assert api.get("typo").task == "proj.tasks.reprot"
     (warning,) = [m for m in response.context["messages"] if m.level_tag == "warning"]
-    assert "'proj.tasks.reprot' is not registered in the Celery app 'proj'" in str(warning)
+    assert (
+        "'proj.tasks.reprot' (did you mean proj.tasks.report?) is not registered in the Celery "
+        "app 'proj'"
+    ) in str(warning)
     assert any("was added successfully" in m for m in messages_of(response))
 
 

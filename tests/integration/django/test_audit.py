@@ -4,9 +4,12 @@ as a calendar's."""
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 from celery_dbeat import Every
+from celery_dbeat.core.audit import change_text
 from tests.integration.django.conftest import ADMIN_USER
 from tests.integration.django.support import SCHEDULES, edit, text_of
 from tests.integration.django.test_calendars import CALENDARS, calendar_pk
@@ -31,6 +34,22 @@ def test_admin_edits_are_recorded_as_the_logged_in_user_and_listed_read_only(
     assert page.status_code == 200
     assert "proj.tasks.other" in text_of(page)
     assert client.get(f"{AUDIT}add/").status_code == 403
+
+
+def test_the_changes_column_says_old_to_new_as_dbeat_log_does(client: Any, api: Any) -> None:
+    api.add("report", "proj.tasks.report", Every(60), args=[1])
+    api.update("report", task="proj.tasks.other", args=[1, 2])
+    entry = api.audit("report")[0]
+
+    listed = client.get(AUDIT).content.decode()
+    shown = client.get(f"{AUDIT}{entry.id}/change/").content.decode()
+
+    expected = "task: proj.tasks.report -> proj.tasks.other; args: [1] -> [1, 2]"
+    assert expected == change_text(entry.changes)
+    newest, _created = re.findall(r'<td class="field-changed">(.*?)</td>', listed, re.S)
+    assert html.unescape(newest) == expected
+    assert expected in html.unescape(shown)
+    assert '{"task"' not in html.unescape(listed + shown)
 
 
 def test_calendar_edits_are_recorded_as_the_logged_in_user_and_listed_as_calendars(

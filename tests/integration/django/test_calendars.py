@@ -179,6 +179,9 @@ def test_the_schedule_form_has_the_calendar_field_and_refuses_an_unknown_name_on
 
     assert list(errors) == ["calendar"]
     assert "no calendar has this name" in errors["calendar"][0]
+    assert "did you mean" not in errors["calendar"][0]
+    misspelt = form_errors(client.post(ADD, form_data(name="r", calendar="closrues")))
+    assert "no calendar has this name (did you mean closures?)" in misspelt["calendar"][0]
     assert api.list() == []
 
     assert client.post(ADD, form_data(name="r", calendar="closures")).status_code == 302

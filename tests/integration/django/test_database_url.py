@@ -159,9 +159,36 @@ def test_a_bad_dbeat_setting_is_refused_naming_it(site: Any) -> None:
 
     with (
         override_settings(CELERY_DBEAT_CATCHUP_LIMIT=-1),
-        pytest.raises(ConfigurationError, match="dbeat_catchup_limit=-1"),
+        pytest.raises(ConfigurationError, match=r"^CELERY_DBEAT_CATCHUP_LIMIT=-1: "),
     ):
         dbeat_settings()
+
+
+def test_a_bad_setting_is_named_as_it_was_given_a_django_setting_or_a_celery_key(
+    site: Any,
+) -> None:
+    from celery import Celery
+    from django.test import override_settings
+
+    from celery_dbeat.contrib.django import dbeat_settings
+    from celery_dbeat.contrib.django.conf import remember_celery_app
+
+    with (
+        override_settings(CELERY_DBEAT_LOCK_TTL=5, CELERY_DBEAT_MAX_INTERVAL=10),
+        pytest.raises(ConfigurationError) as caught,
+    ):
+        dbeat_settings()
+    assert str(caught.value) == (
+        "CELERY_DBEAT_LOCK_TTL=5.0: must be longer than CELERY_DBEAT_MAX_INTERVAL (10 s)"
+    )
+
+    app = Celery("proj", set_as_current=False)
+    app.conf.update(dbeat_database_url="sqlite:////from-the-app.sqlite3", dbeat_batch_size=0)
+    app.set_current()
+    remember_celery_app()
+    with pytest.raises(ConfigurationError) as caught:
+        dbeat_settings()
+    assert str(caught.value) == "dbeat_batch_size=0: must be a whole number >= 1"
 
 
 def test_a_system_check_warns_when_the_admin_would_read_another_database(site: Any) -> None:
@@ -228,8 +255,11 @@ def test_a_system_check_reports_every_misspelt_or_bad_dbeat_setting_at_once(site
         found = sorted((m.id, m.msg) for m in run_checks() if m.id.startswith("celery_dbeat."))
 
     assert found == [
-        ("celery_dbeat.E001", "dbeat_batch_size=0: must be a whole number >= 1"),
-        ("celery_dbeat.E001", "dbeat_catchup_limit=-1: must be a whole number from 0 to 10000"),
+        ("celery_dbeat.E001", "CELERY_DBEAT_BATCH_SIZE=0: must be a whole number >= 1"),
+        (
+            "celery_dbeat.E001",
+            "CELERY_DBEAT_CATCHUP_LIMIT=-1: must be a whole number from 0 to 10000",
+        ),
         (
             "celery_dbeat.E002",
             "CELERY_DBEAT_MAX_INTERVALL: unknown setting (did you mean CELERY_DBEAT_MAX_INTERVAL?)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
+from celery_dbeat.core.audit import change_text
 from tests.integration.flask.helpers import Browser, make_app, rows
 from tests.integration.flask.test_calendars import calendar_id
 
@@ -27,6 +28,18 @@ def test_admin_actions_are_recorded_as_the_logged_in_user_and_listed(api: Schedu
     assert "carol" in page
     assert "flask-admin" in page
     admin.get("/admin/audit/new/", status=302)  # read-only: no create page
+
+
+def test_the_changes_column_says_old_to_new_as_dbeat_log_does(api: Schedules) -> None:
+    app, _ = make_app(api)
+    admin = Browser(app.test_client())
+    api.add("report", "t.report", Every(60), args=[1])
+    api.update("report", task="t.other", args=[1, 2])
+
+    listed = rows(admin.get("/admin/audit/"))
+
+    assert listed[0]["changes"] == "task: t.report -> t.other; args: [1] -> [1, 2]"
+    assert listed[0]["changes"] == change_text(api.audit("report")[0].changes)
 
 
 def test_calendar_edits_are_recorded_as_the_logged_in_user_and_listed_as_calendars(

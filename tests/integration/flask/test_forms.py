@@ -167,7 +167,8 @@ def test_a_task_name_not_registered_is_saved_with_a_warning(api: Schedules) -> N
     admin = Browser(app.test_client())
     page = admin.post("/admin/schedules/new/", form(name="typo", task="proj.tasks.reprot"))
     assert flashes(page) == [
-        "warning: Saved, but task 'proj.tasks.reprot' is not registered in this Celery app: "
+        "warning: Saved, but task 'proj.tasks.reprot' (did you mean proj.tasks.report?) is not "
+        "registered in this Celery app: "
         "beat sends it all the same, but only a worker that registers this name can run it; "
         "check the name, and that your workers import the module that defines it (defined "
         "only in the workers' code is fine).",
@@ -184,7 +185,8 @@ def test_with_an_api_that_knows_the_app_an_unknown_task_is_warned_once_not_logge
     celery_app = Celery("proj", set_as_current=False)
     celery_app.conf.dbeat_database_url = database_url
     app_api = Schedules.from_app(celery_app)  # logs an unknown task for code that calls it
-    app, _ = make_app(app_api, task_names=["proj.tasks.report"])
+    registered = ["proj.tasks.report"]
+    app, _ = make_app(app_api, task_names=registered)
     admin = Browser(app.test_client())
 
     with caplog.at_level(logging.WARNING, logger="celery_dbeat"):
@@ -193,8 +195,8 @@ def test_with_an_api_that_knows_the_app_an_unknown_task_is_warned_once_not_logge
     app_api.close()
 
     assert [f for f in flashes(created) + flashes(edited) if "not registered" in f] == [
-        f"warning: Saved, but {unknown_task_warning(['proj.tasks.reprot'])}.",
-        f"warning: Saved, but {unknown_task_warning(['proj.tasks.other'])}.",
+        f"warning: Saved, but {unknown_task_warning(['proj.tasks.reprot'], known=registered)}.",
+        f"warning: Saved, but {unknown_task_warning(['proj.tasks.other'], known=registered)}.",
     ]
     assert [r.getMessage() for r in caplog.records if "not registered" in r.getMessage()] == []
 

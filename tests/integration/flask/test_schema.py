@@ -84,7 +84,7 @@ def test_an_older_schema_is_named_with_what_to_run(database_url: str) -> None:
         text = problem(response.get_data(as_text=True))
         assert text.startswith(f"celery-dbeat's tables in {database_url} are not at this version's")
         assert "at revision '0002', older than" in text
-        assert "celery -A proj dbeat migrate" in text
+        assert "celery -A <your Celery app> dbeat migrate" in text
 
 
 def test_an_unreachable_database_is_named_not_a_500(tmp_path: Path) -> None:
