@@ -133,7 +133,9 @@ def ics_dates(text: str | bytes, years: Sequence[int] | None = None) -> list[Dat
 
 
 def _span_text(window: tuple[date, date]) -> str:
-    return f"{window[0].year}-{window[1].year}"
+    """The years of ``window`` as ``--years`` takes them: ``2026`` or ``2026-2028``."""
+    first, last = window[0].year, window[1].year
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def _unreadable(summary: str, name: str, problem: object) -> ValidationError:

@@ -245,8 +245,6 @@ class LoadCounter:
         group.names.extend(names[: SAMPLE_NAMES - len(group.names)])
         if after < 0 and until >= WINDOW_US:
             group.members += members
-            group.slots += members * (spec.size or 0)
-            group.excluded += members * spec.excluded
             if jitter:
                 group.uids.append((row.uid, -1, WINDOW_US, first, False))
             return
@@ -254,9 +252,9 @@ class LoadCounter:
         group.clip(members, after, until, first)
         if until > after:
             sent = spec.sent_between(after, until, first)
-            group.slots += members * sent if spec.size is not None else 0
+            group.clipped_slots += members * sent if spec.size is not None else 0
             if spec.excluded:
-                group.excluded += members * (spec.all_between(after, until, first) - sent)
+                group.clipped_excluded += members * (spec.all_between(after, until, first) - sent)
         if jitter:
             group.uids.append((row.uid, after, until, first, ended))
 

@@ -355,13 +355,22 @@ class Group:
     #: (microseconds from the start) and first slot (an interval's own, else ``None``);
     #: ``bounded``: an ``end_at`` ends the span (no slot after the last caps its jitter).
     uids: list[tuple[str, int, int, int | None, bool]] = field(default_factory=list)
-    #: Slots these rows send in the window (how much jitter there is to hash).
-    slots: int = 0
-    #: Slots a calendar removes from the rows' windows.
-    excluded: int = 0
+    #: Slots the clipped rows send in their spans, and those a calendar removes from them.
+    clipped_slots: int = 0
+    clipped_excluded: int = 0
     cover: list[int] | None = None
     edges: dict[int, int] = field(default_factory=dict)
     fires: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def slots(self) -> int:
+        """Slots these rows send in the window (how much jitter there is to hash)."""
+        return self.members * (self.spec.size or 0) + self.clipped_slots
+
+    @property
+    def excluded(self) -> int:
+        """Slots a calendar removes from the rows' windows."""
+        return self.members * self.spec.excluded + self.clipped_excluded
 
     def clip(self, members: int, after: int, until: int, first: int | None) -> None:
         """Count ``members`` rows whose slots are those of the spec in ``(after, until]``."""

@@ -230,3 +230,8 @@ def test_a_property_that_cannot_be_read_is_one_line_naming_the_event_and_the_pro
     assert message.startswith("ics='Shutdown': ")
     assert name in message
     assert "\n" not in message
+
+
+def test_one_year_is_named_as_it_was_given() -> None:
+    with pytest.raises(ValidationError, match=r"has no all-day event within the years 2010$"):
+        days("rdates.ics", "2010")

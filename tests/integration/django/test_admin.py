@@ -605,6 +605,28 @@ def test_the_backfill_action_asks_for_the_range_counts_then_queues_and_records_i
     assert [(e.actor, e.surface) for e in backfilled] == [("admin", "django-admin")]
 
 
+def test_a_backfill_dry_run_names_the_days_the_calendar_removes_and_a_paused_schedule_waiting(
+    client: Any, api: Any, clock: FixedClock
+) -> None:
+    api.calendars.add("bank", dates="2024-05-04")
+    daily = api.add(
+        "daily", "proj.tasks.d", Cron("0 3 * * *"), start_at=START - timedelta(days=6),
+        calendar="bank",
+    )  # fmt: skip
+    api.pause("daily")
+    clock.set(START + timedelta(minutes=1))
+    rng = {"start": "2024-05-01T00:00:00Z", "end": "2024-05-06T08:00:00Z", "limit": "100"}
+
+    dry = act(client, "backfill", daily.id, apply="yes", dry_run="on", **rng)
+
+    assert messages_of(dry) == [
+        "would queue 5 fire(s) of 'daily' from 2024-05-01T03:00:00Z to 2024-05-06T03:00:00Z"
+        " (0 of the 5 slot(s) in the range already sent or on their way; 1 excluded by calendar"
+        " 'bank', never sent (2024-05-04T03:00:00Z)); 'daily' is paused: they wait, and once it"
+        " is resumed beats send them behind on-time fires"
+    ]
+
+
 def test_the_backfill_action_leaves_pruned_slots_unless_resend_is_ticked(
     client: Any, api: Any, clock: FixedClock
 ) -> None:

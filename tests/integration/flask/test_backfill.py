@@ -106,3 +106,22 @@ def test_the_backfill_page_without_a_selection_goes_back_to_the_list(admin: Brow
     assert "warning: Backfill: select the schedules to backfill first." in flashes(
         response.get_data(as_text=True)
     )
+
+
+def test_a_dry_run_names_the_days_the_calendar_removes_and_a_paused_schedule_waiting(
+    api: Schedules, admin: Browser, clock: FixedClock
+) -> None:
+    api.calendars.add("bank", dates="2024-05-04")
+    api.add("daily", "t.daily", Cron("0 3 * * *"), start_at=START - 6 * 24 * HOUR, calendar="bank")
+    api.pause("daily")
+    clock.advance(timedelta(minutes=1))
+    rng = {"start": "2024-05-01T00:00:00Z", "end": "2024-05-06T08:00:00Z", "limit": "100"}
+
+    page = admin.post(_page(admin, api, "daily"), {**rng, "dry_run": "y"})
+
+    assert [f for f in flashes(page) if "would queue" in f] == [
+        "success: would queue 5 fire(s) of 'daily' from 2024-05-01T03:00:00Z to "
+        "2024-05-06T03:00:00Z (0 of the 5 slot(s) in the range already sent or on their way;"
+        " 1 excluded by calendar 'bank', never sent (2024-05-04T03:00:00Z)); 'daily' is paused:"
+        " they wait, and once it is resumed beats send them behind on-time fires",
+    ]
