@@ -184,6 +184,12 @@ def other_table(rows: list[dict[str, Any]]) -> str:
             ("fires", "fires", ".0f"),
             ("excluded", "slots a calendar removes", ".0f"),
         ],
+        "forecast-bounded": [
+            ("median_s", "s median Schedules.load() (SQLite)", ".2f"),
+            ("best_s", "s best", ".2f"),
+            ("peak_alloc_mb", "MiB peak of Python's allocations", ".0f"),
+            ("fires", "fires", ".0f"),
+        ],
         "forecast-db": [
             ("backend", "backend", ""),
             ("median_s", "s median Schedules.load()", ".2f"),

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
             *("herd", "scaleout", "ceiling", "steady", "idle", "sync", "catchup", "trigger"),
             *("backfill", "firstpass", "limits"),
             *("outage", "overload", "cost", "slowstart", "forecast", "forecast-db"),
+            "forecast-bounded",
             *("all", "table"),
         ],
     )
@@ -148,6 +149,9 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "forecast":
         for n in args.n or [100_000]:
             emit([forecast.forecast(n, args.repeats)])
+    elif args.scenario == "forecast-bounded":
+        for n in args.n or [10_000]:
+            emit([forecast.forecast_bounded(WORKDIR, n, args.repeats)])
     elif args.scenario == "forecast-db":
         backends = tuple(args.backend or ["postgresql", "sqlite"])
         for n in args.n or [100_000]:
