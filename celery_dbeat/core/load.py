@@ -307,20 +307,7 @@ class LoadCounter:
                 build_timing(kind="interval", every=row.every, anchor_at=self.start)
                 self._periods.add(every)
             return interval_window(first, every, on_grid, _label(row))
-        timing = build_timing(  # as beat computes it, without the row's bounds (its span)
-            kind=row.kind,
-            cron=row.cron,
-            timezone=row.timezone,
-            every=row.every,
-            run_at=row.run_at,
-            anchor_at=row.anchor_at or row.created_at,
-            dst_gap=row.dst_gap,
-            dst_fold=row.dst_fold,
-            cron_days=row.cron_days,
-            solar_event=row.solar_event,
-            latitude=row.latitude,
-            longitude=row.longitude,
-        )
+        timing = timing_of(row, bounds=False)  # the row's span clips it (``_place``)
         if row.start_at is not None and row.end_at is not None and row.end_at < row.start_at:
             timing_of(row)  # refused as beat refuses it
         return enumerated(timing, self.start, self.end, _label(row))

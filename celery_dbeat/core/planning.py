@@ -32,7 +32,9 @@ __all__ = [
 ]
 
 
-def timing_of(row: ScheduleRow) -> Timing:
+def timing_of(row: ScheduleRow, *, bounds: bool = True) -> Timing:
+    """The row's timing, as beat computes it; without ``bounds``, its spec alone (no
+    ``start_at``/``end_at``: the load picture clips each row to its span itself)."""
     return build_timing(
         kind=row.kind,
         cron=row.cron,
@@ -40,8 +42,8 @@ def timing_of(row: ScheduleRow) -> Timing:
         every=row.every,
         run_at=row.run_at,
         anchor_at=row.anchor_at or row.created_at,
-        start_at=row.start_at,
-        end_at=row.end_at,
+        start_at=row.start_at if bounds else None,
+        end_at=row.end_at if bounds else None,
         dst_gap=row.dst_gap,
         dst_fold=row.dst_fold,
         cron_days=row.cron_days,
