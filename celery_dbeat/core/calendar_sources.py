@@ -96,6 +96,8 @@ def ics_dates(text: str | bytes, years: Sequence[int] | None = None) -> list[Dat
         raise ValidationError("ics", "file", f"is not an iCalendar file: {exc}") from None
     window = None if not years else (date(min(years), 1, 1), date(max(years), 12, 31))
     events = list(calendar.walk("VEVENT"))
+    for event in events:
+        _refuse_dropped(event)
     moved = _overridden(events)
     ranges: list[DateRange] = []
     for event in events:
@@ -145,6 +147,19 @@ def _unreadable(summary: str, name: str, problem: object) -> ValidationError:
     text = re.sub(r"^Cannot access .*? on broken property .*?\): ", "", text)
     first = text.splitlines()[0] if text else "no value"
     return ValidationError("ics", summary, f"its {name} cannot be read: {first}")
+
+
+#: The properties of an event this module reads.
+_READ = frozenset({"DTSTART", "DTEND", "DURATION", "RRULE", "RDATE", "EXDATE", "RECURRENCE-ID"})
+
+
+def _refuse_dropped(event: Any) -> None:
+    """Refuse, as :func:`_decoded` does, a property this module reads that icalendar could not
+    parse: icalendar before 6.1 drops it from the event and notes it in ``errors`` (later ones
+    keep it as a ``vBroken``), which would import the event without it."""
+    for name, problem in getattr(event, "errors", None) or ():
+        if str(name).upper() in _READ:
+            raise _unreadable(str(event.get("SUMMARY", "an event")), str(name).upper(), problem)
 
 
 def _decoded(event: Any, name: str, summary: str) -> Any:

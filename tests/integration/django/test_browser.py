@@ -190,7 +190,10 @@ def test_the_task_field_offers_the_registered_names(live_server: str, api: Any) 
         warning = page.locator(".messagelist .warning").inner_text()
         shot(page, SHOTS, "unknown-task-warning")
     assert {"proj.tasks.poll", "proj.tasks.report"} <= set(offered)
-    assert "'proj.tasks.reprot' is not registered in the Celery app 'proj'" in warning
+    assert (
+        "'proj.tasks.reprot' (did you mean proj.tasks.report?) is not registered in the Celery "
+        "app 'proj'"
+    ) in warning
 
 
 @pytest.mark.browser
@@ -210,7 +213,7 @@ def test_trigger_without_a_beat_and_a_paused_schedule_in_chromium(
         rows = page.locator("#result_list tbody tr").all_inner_texts()
         shot(page, SHOTS, "trigger-no-beat-and-paused")
     assert "no beat is running" in warning
-    assert "will be sent when a beat starts" in warning
+    assert "the fire is sent when a beat starts" in warning
     (nightly,) = [row for row in rows if "nightly" in row]
     assert "none (paused)" in nightly
 

@@ -187,7 +187,10 @@ def test_the_form_shows_only_the_chosen_kinds_fields_and_creates_a_solar_schedul
     follow(page, "input[type=submit][value=Save]")
     page.wait_for_selector("text=Record was successfully created.")
     warning = page.inner_text(".alert-warning")
-    assert "task 'proj.tasks.lights' is not registered in this Celery app" in warning
+    assert (
+        "task 'proj.tasks.lights' (did you mean proj.tasks.greet?) is not registered in this"
+        in warning
+    )
     row = page.locator("table.model-list tr").filter(has=page.get_by_role("link", name="lights"))
     assert row.locator("td.col-spec").inner_text().strip() == "solar sunset at 48.85, 2.35"
     shot(page, SHOTS, "solar-listed")
@@ -231,8 +234,8 @@ def test_run_now_with_no_beat_running_says_when_it_will_be_sent(
     follow(page, "a:text-is('Run now')")
     page.wait_for_selector(".alert-warning")
     assert (
-        "Run now recorded for 1 schedule(s): report, but no beat is running (none seen in the "
-        "last 15 s): each is sent when a beat starts." in page.inner_text(".alert-warning")
+        "Run now recorded for 1 schedule(s): report, but no beat is running (none seen within "
+        "15s): each is sent when a beat starts." in page.inner_text(".alert-warning")
     )
     shot(page, SHOTS, "run-now-no-beat")
 
