@@ -31,7 +31,6 @@ from typing import Any
 from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
-from .beat.notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from .calendars import Calendars
 from .clock import Clock, SystemClock
 from .config import Settings
@@ -49,6 +48,7 @@ from .core.specs import Spec, spec_from_fields
 from .core.states import schedule_state
 from .core.timing import require_aware
 from .core.validation import check_accepted
+from .notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from .store import Store, audit, backfill, beats, fires, queue, schedules
 from .store import load as load_store
 from .store.audit import Entry

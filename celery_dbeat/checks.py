@@ -119,10 +119,10 @@ def redis_unavailable(where: str, exc: Exception) -> Finding:
 
 def _use_as_beats_do(client: Any, prefix: str) -> None:
     """Send each command beats and writers send, once: a claim and its release on a key under
-    the prefix (:mod:`.locks.redis`), a change notification (:mod:`.beat.notify`; it wakes the
+    the prefix (:mod:`.locks.redis`), a change notification (:mod:`.notify.redis`; it wakes the
     running beats once, which costs them one early tick)."""
-    from .beat.notify import channel_name
     from .locks.redis import RELEASE_SCRIPT
+    from .notify import channel_name
 
     key, token = f"{prefix}check", "dbeat-check"
     pipe = client.pipeline(transaction=False)

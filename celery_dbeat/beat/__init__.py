@@ -1,3 +1,3 @@
 """The beat: the Celery scheduler adapter (:mod:`.scheduler`), the tick algorithm (:mod:`.ticker`),
-change notifications that wake beats (:mod:`.notify`), the worker hook that records runs
-(:mod:`.worker`) and Prometheus metrics (:mod:`.metrics`)."""
+the worker hook that records runs (:mod:`.worker`) and Prometheus metrics (:mod:`.metrics`).
+Writes wake beats through :mod:`celery_dbeat.notify`."""

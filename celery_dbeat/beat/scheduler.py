@@ -28,13 +28,13 @@ from ..core.definitions import Definition
 from ..core.errors import ConfigurationError, DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
 from ..locks import FireLock, make_lock
+from ..notify import ChangeListener, DatabaseListener, notifies_through_database
 from ..store import Store, migrate
 from ..store.database import driver_message, is_auth_failure
 from ..store.failures import is_disconnect
 from ..store.sync import sync_config
 from ..task_names import warn_unknown_tasks
 from .metrics import NO_METRICS, start_metrics_server
-from .notify import ChangeListener, DatabaseListener, notifies_through_database
 from .ticker import _REMIND_EVERY, Ticker
 
 __all__ = ["Scheduler"]

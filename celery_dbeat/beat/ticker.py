@@ -185,7 +185,7 @@ class Ticker:
                 self._last_recovery = mono
                 self.housekeeping()
             # Every tick, not with housekeeping: a trigger is recorded with its lease already
-            # over, and the write that recorded it has just woken this beat (notify.py).
+            # over, and the write that recorded it has just woken this beat (celery_dbeat.notify).
             self.recover_pending()
             busy = self.fire_due()
             earliest, needs_compute, queued_at = self._read_clock()

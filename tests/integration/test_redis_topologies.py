@@ -25,12 +25,12 @@ import pytest
 import redis
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.beat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.checks import Level, run_checks
 from celery_dbeat.config import Settings, mask_url
 from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.core.fires import FireKey, fire_lock_key
 from celery_dbeat.locks.redis import RedisLock
+from celery_dbeat.notify import ChangeListener, ChangeNotifier
 from celery_dbeat.redis_client import create_client, describe_client
 from celery_dbeat.store import migrate
 from celery_dbeat.store.database import create_engine
