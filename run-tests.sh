@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a virtualenv (.venv) with celery-dbeat and its test tools, then run lint, type checks and
-# the whole test suite against the real services (PostgreSQL, MariaDB, Redis; see README).
+# the whole test suite against the real services (PostgreSQL, MariaDB, Redis; see docs/how-to/running-the-tests.md).
 # Extra arguments go to pytest, e.g. ./run-tests.sh -k ticker
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -297,7 +297,7 @@ SOURCES = ("django-celery-beat", "redbeat")
     "--from",
     "source",
     type=click.Choice(SOURCES),
-    help="Read another scheduler's schedules instead of FILE (docs/migrating.md).",
+    help="Read another scheduler's schedules instead of FILE (docs/tutorial/migrating.md).",
 )
 @click.option(
     "--source-url",

@@ -153,7 +153,7 @@ def _read_entry(
             name,
             "django-celery-beat's own daily result cleanup (it adds it whenever result_expires "
             "is set); celery-dbeat's beat adds its own, as Celery's beat does, when the result "
-            "backend does not expire results itself (docs/migrating.md)",
+            "backend does not expire results itself (docs/tutorial/migrating.md)",
         )
     # django-celery-beat names every message after its task.
     options["headers"] = dict(headers, periodic_task_name=name)

@@ -323,7 +323,7 @@ def read_redbeat(client: Any, settings: RedBeatSettings, *, zone: str, now: date
         warnings.append(
             f"RedBeat's lock {settings.lock_key} is held: a RedBeat beat is running; stop it "
             "before importing for real, or the fires it sends until then are sent again by "
-            "celery-dbeat (docs/migrating.md)"
+            "celery-dbeat (docs/tutorial/migrating.md)"
         )
     where = f"RedBeat at {mask_url(settings.url)} ({settings.prefix}*)"
     return SourceRead(where, sorted(entries, key=lambda e: e.name), warnings)
@@ -400,7 +400,7 @@ def _read_entry(
                 name,
                 "Celery's own daily result cleanup, which beat adds when the result backend "
                 "does not expire results itself; celery-dbeat's beat adds it the same way "
-                "(docs/migrating.md)",
+                "(docs/tutorial/migrating.md)",
             )
         try:
             fields["schedule"] = crontab_spec(schedule.fields, zone)

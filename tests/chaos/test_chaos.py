@@ -7,8 +7,8 @@ the fires expected in ``[T0, end]`` follow from the specs by arithmetic (:mod:`t
 After the faults, the run waits (bounded) for every expected fire, stops the processes and judges
 every message that reached the broker: each expected fire exactly once under its deterministic
 id (0 duplicates, 0 lost), nothing unexpected. A task id received twice is counted and shown, not
-failed: the README documents the windows where it may happen. Lag is reported, never
-asserted. See the summary table at the end of the pytest run.
+failed: docs/explanation/design.md documents the windows where it may happen. Lag is reported,
+never asserted. See the summary table at the end of the pytest run.
 """
 
 from __future__ import annotations

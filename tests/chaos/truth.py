@@ -255,8 +255,9 @@ class Copy:
 
 
 def _documented_window(copies: list[Copy], events: list[Event], lease: float) -> bool:
-    """The README's crash windows (section "Limits"), judged on when and by whom each copy was
-    published, so a worker that takes its time (a busy host) moves nothing.
+    """The crash windows of the manual (docs/explanation/design.md, "Limits"), judged on when
+    and by whom each copy was published, so a worker that takes its time (a busy host) moves
+    nothing.
 
     * A beat killed (or SIGTERMed) after publishing and before marking the fires sent: the first
       copy is the killed beat's, published before the kill, and the next one was published after

@@ -1,4 +1,4 @@
-"""Calendars with real beats (README "Calendars (exclusions)"): every beat reads the same
+"""Calendars with real beats (docs/how-to/calendars.md): every beat reads the same
 calendar from the database, so a slot on an excluded date is recorded once, as skipped with the
 calendar's name, and never reaches the broker; a schedule without the calendar fires as usual;
 an edit of the calendar takes effect on the next batch, with no restart."""

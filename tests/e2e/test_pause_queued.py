@@ -1,4 +1,4 @@
-"""Pausing holds queued work, with real beats (README "Pause with a note"): a backfill that two
+"""Pausing holds queued work, with real beats (docs/how-to/pause.md): a backfill that two
 beats are draining stops at the pause (the only fires sent after it are those a beat had
 already claimed, at most a chunk per beat), nothing of it goes out while the schedule stays
 paused, and after the resume every slot reaches the broker once, with its task id."""

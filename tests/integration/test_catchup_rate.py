@@ -1,7 +1,7 @@
-"""``dbeat_catchup_rate`` (README "Load and backlog"): a beat publishes at most that many queued
-slots (catch-up of policy ``all``, backfill) a second, a token bucket of one second's worth
-(:class:`celery_dbeat.beat.pacing.Allowance`), while every on-time slot still goes out on time;
-without it the same backlog drains with all the capacity on-time fires leave.
+"""``dbeat_catchup_rate`` (docs/explanation/load-and-backlog.md): a beat publishes at most that
+many queued slots (catch-up of policy ``all``, backfill) a second, a token bucket of one
+second's worth (:class:`celery_dbeat.beat.pacing.Allowance`), while every on-time slot still
+goes out on time; without it the same backlog drains with all the capacity on-time fires leave.
 
 Time is the test's :class:`FixedClock`, which the broker moves forward per message, so rates are
 measured on that clock, never on the host's.

@@ -1,6 +1,6 @@
-"""The load metrics of a beat, read as ``/metrics`` serves them (README "Load and backlog",
-:mod:`celery_dbeat.beat.metrics`): ``dbeat_behind_seconds``, ``dbeat_queued_fires`` and
-``dbeat_errors_total{component="schedule"}``.
+"""The load metrics of a beat, read as ``/metrics`` serves them
+(docs/explanation/load-and-backlog.md, :mod:`celery_dbeat.beat.metrics`):
+``dbeat_behind_seconds``, ``dbeat_queued_fires`` and ``dbeat_errors_total{component="schedule"}``.
 
 The metrics live in ``prometheus_client``'s default registry, one set per process, which the
 metrics server serves as text; the tests read that text (:func:`scrape`) rather than the

@@ -1,4 +1,5 @@
-"""The chaos judge's rule for a task id received more than once (README "Limits").
+"""The chaos judge's rule for a task id received more than once (docs/explanation/design.md,
+"Limits").
 
 The judge decides what the chaos suite fails on, so its rule is checked here on the timelines
 that occur: copies published by a beat killed before marking them sent, then by the beat that

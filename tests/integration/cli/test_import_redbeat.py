@@ -262,7 +262,7 @@ def test_a_running_redbeat_is_named_and_its_entries_still_read(
     assert report["warnings"] == [
         f"RedBeat's lock {lock_key} is held: a RedBeat beat is running; "
         "stop it before importing for real, or the fires it sends until then are sent again by "
-        "celery-dbeat (docs/migrating.md)"
+        "celery-dbeat (docs/tutorial/migrating.md)"
     ]
     assert sorted(report["created"]) == sorted(IMPORTED)
 
