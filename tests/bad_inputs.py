@@ -1,4 +1,5 @@
-"""The one table of bad schedule inputs that every surface must reject the same way.
+"""The tables of bad schedule inputs (and bad calendar fields) that every surface must reject the
+same way.
 
 Each case is the fields of a schedule as a user would type them (strings, as in a form or on the
 command line, where the surface allows it) plus the field the error must name and a fragment of
@@ -167,6 +168,12 @@ BAD_INPUTS = [
         "control character U+001B",
     ),
     BadInput(
+        "name-with-a-zero-width-space",
+        {"name": "bad\u200binput"},
+        "name",
+        "invisible character U+200B",
+    ),
+    BadInput(
         "catchup-limit-too-large",
         {"catchup_limit": str(MAX_CATCHUP_LIMIT + 1)},
         "catchup_limit",
@@ -199,3 +206,19 @@ BAD_INPUTS = [
 
 def bad_input_params() -> list[Any]:
     return [pytest.param(case, id=case.id) for case in BAD_INPUTS]
+
+
+#: Bad fields of a calendar form, each refused on its field with nothing stored, by both admins:
+#: ``(fields, the field the error names, a fragment of its message)``.
+BAD_CALENDAR_FIELDS = [
+    pytest.param({"dates": "2026-12-25\n25/12/2026"}, "dates", "must be YYYY-MM-DD", id="date"),
+    pytest.param({"dates": "2026-12-31..2026-12-01"}, "dates", "ends before it starts", id="range"),
+    pytest.param({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus", id="zone"),
+    pytest.param({"name": ""}, "name", "must be a non-empty calendar name", id="name"),
+    pytest.param(
+        {"description": "closed\x1b]0;owned\x07"},
+        "description",
+        "contains the control character U+001B",
+        id="description-with-a-terminal-escape",
+    ),
+]

@@ -11,6 +11,7 @@ import pytest
 from celery_dbeat import Cron
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.errors import CalendarNotFound
+from tests.bad_inputs import BAD_CALENDAR_FIELDS
 from tests.integration.django.support import (
     ADD,
     ADMIN,
@@ -89,17 +90,7 @@ def test_a_change_replaces_the_dates_keeps_the_name_and_bumps_the_version(
         api.calendars.get("other")
 
 
-@pytest.mark.parametrize(
-    ("fields", "field", "message"),
-    [
-        pytest.param({"dates": "2026-12-25\n25/12/2026"}, "dates", "must be YYYY-MM-DD", id="date"),
-        pytest.param(
-            {"dates": "2026-12-31..2026-12-01"}, "dates", "ends before it starts", id="range"
-        ),
-        pytest.param({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus", id="zone"),
-        pytest.param({"name": ""}, "name", "must be a non-empty calendar name", id="name"),
-    ],
-)
+@pytest.mark.parametrize(("fields", "field", "message"), BAD_CALENDAR_FIELDS)
 def test_a_bad_field_is_refused_on_that_field_and_nothing_is_stored(
     client: Any, api: Any, fields: dict[str, str], field: str, message: str
 ) -> None:

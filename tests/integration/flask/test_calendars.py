@@ -11,6 +11,7 @@ import pytest
 from celery_dbeat import Cron
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.errors import CalendarNotFound
+from tests.bad_inputs import BAD_CALENDAR_FIELDS
 from tests.integration.flask.helpers import Browser, field_errors, flashes, rows
 from tests.integration.flask.test_schedules import form, schedule_id
 
@@ -94,17 +95,7 @@ def test_a_rename_is_refused_on_the_name(api: Schedules, admin: Browser) -> None
         api.calendars.get("other")
 
 
-@pytest.mark.parametrize(
-    ("fields", "field", "message"),
-    [
-        pytest.param({"dates": "2026-12-25\n25/12/2026"}, "dates", "must be YYYY-MM-DD", id="date"),
-        pytest.param(
-            {"dates": "2026-12-31..2026-12-01"}, "dates", "ends before it starts", id="range"
-        ),
-        pytest.param({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus", id="zone"),
-        pytest.param({"name": ""}, "name", "must be a non-empty calendar name", id="name"),
-    ],
-)
+@pytest.mark.parametrize(("fields", "field", "message"), BAD_CALENDAR_FIELDS)
 def test_a_bad_field_is_refused_on_that_field_and_nothing_is_stored(
     api: Schedules, admin: Browser, fields: dict[str, str], field: str, message: str
 ) -> None:
