@@ -12,9 +12,13 @@ Every write validates with the same code as ``beat_schedule`` sync and raises
 :class:`~celery_dbeat.core.errors.ValidationError` (naming the field and the value),
 :class:`~celery_dbeat.core.errors.ScheduleNotFound`,
 :class:`~celery_dbeat.core.errors.ScheduleExists` or, when another writer changed the schedule
-meanwhile, :class:`~celery_dbeat.core.errors.ScheduleChanged` (retry). A write that sets a task
-the Celery app does not register (when the API knows the app: :meth:`Schedules.from_app`) is
-stored, and logs the warning every surface gives (:mod:`celery_dbeat.task_names`).
+meanwhile, :class:`~celery_dbeat.core.errors.ScheduleChanged` (retry). A write that would change
+or remove a schedule from the app's ``beat_schedule`` raises
+:class:`~celery_dbeat.core.errors.ConfigOwned` unless given ``force=True``: the next beat start
+(or ``dbeat sync``) puts its definition back; a pause or a resume is always allowed. A write that
+sets a task the Celery app does not register (when the API knows the app:
+:meth:`Schedules.from_app`) is stored, and logs the warning every surface gives
+(:mod:`celery_dbeat.task_names`).
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ from .core.audit import Action, Actor
 from .core.calendars import PreviewSlot, preview
 from .core.counts import require_count
 from .core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
-from .core.errors import ValidationError
+from .core.errors import ConfigOwned, ValidationError
 from .core.fields import FIELDS, Form
+from .core.formats import seconds_text
 from .core.health import UNHEALTHY_REASONS, ScheduleHealth, judge
 from .core.load import Load
 from .core.misfire import MisfirePolicy
@@ -172,6 +177,13 @@ class ScheduleInfo:
         """When it fires next: ``next_run_at`` while ``active``; ``None`` when paused (the
         stored value is not a promise: resuming recomputes it), finished or in error."""
         return self.next_run_at if self.state == "active" else None
+
+    @property
+    def from_beat_schedule(self) -> bool:
+        """Whether it comes from the app's ``beat_schedule``, whose next sync puts its definition
+        back: a write that changes or removes it needs ``force=True``
+        (:class:`~celery_dbeat.core.errors.ConfigOwned`)."""
+        return self.origin == schedules.CONFIG_ORIGIN
 
 
 @dataclass(frozen=True)
@@ -332,6 +344,7 @@ class Schedules:
         return api
 
     def close(self) -> None:
+        """Close the change notifier and, when this object made it, the store's engine."""
         if self.notifier is not None:
             self.notifier.close()
         if self._owns:
@@ -390,6 +403,7 @@ class Schedules:
     # Reads -----------------------------------------------------------------------------------
 
     def get(self, name: str) -> ScheduleInfo:
+        """The schedule ``name``; raises :class:`~celery_dbeat.core.errors.ScheduleNotFound`."""
         with self.store.engine.connect() as conn:
             return ScheduleInfo.from_row(schedules.load_schedule(conn, name))
 
@@ -401,6 +415,8 @@ class Schedules:
         limit: int | None = None,
         offset: int = 0,
     ) -> builtins.list[ScheduleInfo]:
+        """Schedules by name: only enabled ones (``enabled=True``) or paused ones (``False``),
+        those whose name or task holds ``search``, ``limit`` of them from ``offset``."""
         with self.store.engine.connect() as conn:
             rows = schedules.list_schedules(
                 conn, enabled=enabled, search=search, limit=limit, offset=offset
@@ -416,6 +432,7 @@ class Schedules:
         return [ScheduleInfo.from_row(row) for row in rows]
 
     def count_due(self, *, now: datetime | None = None) -> int:
+        """How many enabled schedules are due at ``now`` (default: now): :meth:`due` counted."""
         with self.store.engine.connect() as conn:
             return schedules.count_due(conn, now or self.clock.now())
 
@@ -464,7 +481,15 @@ class Schedules:
             BeatInfo(**row._asdict()) for row in rows if now - row.last_seen_at <= self.live_within
         ]
 
+    def no_beat_running(self, waiting: str) -> str:
+        """What every surface says when fires it recorded (a run now, a backfill) wait for a
+        beat because none is running (:meth:`live_beats` is empty); ``waiting`` says what waits
+        (``"'report' is"``, ``"the fires are"``)."""
+        within = seconds_text(self.live_within.total_seconds())
+        return f"no beat is running (none seen within {within}): {waiting} sent when a beat starts"
+
     def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
+        """The schedule's ``limit`` newest fires (what each slot became), newest first."""
         with self.store.engine.connect() as conn:
             return [FireInfo.from_row(r) for r in fires.fire_history(conn, name, limit)]
 
@@ -560,6 +585,11 @@ class Schedules:
         history_limit: int | None = None,
         actor: Actor | str | None = None,
     ) -> ScheduleInfo:
+        """Store a new schedule: ``name`` runs ``task`` at the slots of ``schedule``
+        (:class:`~celery_dbeat.Cron`, :class:`~celery_dbeat.Every`, ...); every other field as
+        :meth:`Definition.create <celery_dbeat.core.definitions.Definition.create>` takes it.
+        Raises :class:`~celery_dbeat.core.errors.ValidationError` naming the first bad field,
+        or :class:`~celery_dbeat.core.errors.ScheduleExists`."""
         definition = Definition.create(
             name=name,
             task=task,
@@ -584,53 +614,80 @@ class Schedules:
         return self.create(definition, actor=actor)
 
     def update(
-        self, name: str, /, *, actor: Actor | str | None = None, **changes: Any
+        self,
+        name: str,
+        /,
+        *,
+        force: bool = False,
+        actor: Actor | str | None = None,
+        **changes: Any,
     ) -> ScheduleInfo:
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
         ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
         ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``calendar``,
         ``pause_after_failures``, ``history_limit``, ``name`` to rename). A timing change recomputes
-        ``next_run_at`` from now; other changes keep it."""
+        ``next_run_at`` from now; other changes keep it. A change to a schedule from
+        ``beat_schedule`` raises :class:`ConfigOwned` unless ``force`` (it then lasts until the
+        next beat start or ``dbeat sync``)."""
         _check_editable(changes, _EDITABLE)
+        _check_force(force)
         who = self._actor(actor)
         with self._writing() as conn:
             now = self._now(conn)
             with audit.watch(conn, name, who, Action.UPDATE, now):
                 row = schedules.load_schedule(conn, name)
                 definition = self.check(_edited(row, changes))
+                _refuse_config_edit(row, definition, force)
                 schedules.update_schedule(conn, name, definition, now, row=row)
         if "task" in changes:
             self._warn_unknown_tasks([definition])
         return self.get(changes.get("name", name))
 
     def update_many(
-        self, changes: Mapping[str, Mapping[str, Any]], *, actor: Actor | str | None = None
+        self,
+        changes: Mapping[str, Mapping[str, Any]],
+        *,
+        force: bool = False,
+        actor: Actor | str | None = None,
     ) -> int:
         """:meth:`update` for many schedules in one transaction: ``{name: {field: value}}``
-        (no renames); returns how many changed. All or nothing: an unknown name or an invalid
-        value raises (naming the schedule) and nothing is stored. Rows are locked while the
-        batch is written: another batch touching them waits and loses nothing; an
+        (no renames); returns how many changed. All or nothing: an unknown name, an invalid
+        value or, without ``force``, a change to a schedule from ``beat_schedule``
+        (:class:`ConfigOwned`) raises (naming the schedule) and nothing is stored. Rows are
+        locked while the batch is written: another batch touching them waits and loses nothing; an
         :meth:`update` racing it raises ``ScheduleChanged`` (try again). For bulk edits: a few
         hundred schedules per call."""
         for edits in changes.values():
             _check_editable(edits, _BATCH_EDITABLE)
+        _check_force(force)
         if not changes:
             return 0
         with self._writing() as conn:
             updates = []
             for row in schedules.lock_schedules(conn, builtins.list(changes)):
                 try:
-                    updates.append((row, self.check(_edited(row, changes[row.name]))))
+                    definition = self.check(_edited(row, changes[row.name]))
                 except ValidationError as exc:
                     raise ValidationError(
                         exc.field, exc.value, f"{exc.problem} (schedule {row.name!r})"
                     ) from None
+                _refuse_config_edit(row, definition, force)
+                updates.append((row, definition))
             now = self._now(conn)
             count = schedules.update_schedules(conn, updates, now)
             rows = [row for row, _ in updates]
             audit.record_rows(conn, self._actor(actor), Action.UPDATE, now, rows)
         self._warn_unknown_tasks(d for row, d in updates if "task" in changes[row.name])
         return count
+
+    def check_replace(self, name: str, definition: Definition, *, force: bool = False) -> bool:
+        """Raise :class:`ConfigOwned` where :meth:`replace` would, writing nothing: for a form
+        that shows the refusal on its fields before saving. Returns whether the write changes a
+        schedule from ``beat_schedule`` (allowed with ``force``, until the next sync)."""
+        _check_force(force)
+        with self.store.engine.connect() as conn:
+            row = schedules.load_schedule(conn, name)
+        return _refuse_config_edit(row, definition, force)
 
     def create(self, definition: Definition, *, actor: Actor | str | None = None) -> ScheduleInfo:
         """Store an already validated definition (from ``definition_from_form``) as new."""
@@ -643,28 +700,43 @@ class Schedules:
         return self.get(definition.name)
 
     def replace(
-        self, name: str, definition: Definition, *, actor: Actor | str | None = None
+        self,
+        name: str,
+        definition: Definition,
+        *,
+        force: bool = False,
+        actor: Actor | str | None = None,
     ) -> ScheduleInfo:
         """Make the schedule ``name`` match ``definition`` in one transaction: its fields (a
         rename when the names differ; ``next_run_at`` recomputed only if the timing changed),
-        then its ``enabled`` flag (a resume skips the slots of the pause)."""
+        then its ``enabled`` flag (a resume skips the slots of the pause). A change to the
+        fields of a schedule from ``beat_schedule`` raises :class:`ConfigOwned` unless
+        ``force``; its ``enabled`` flag alone is a pause or a resume, always allowed."""
         self.check(definition)
+        _check_force(force)
         with self._writing() as conn:
             now = self._now(conn)
             with audit.watch(conn, name, self._actor(actor), Action.UPDATE, now):
-                schedules.update_schedule(conn, name, definition, now)
+                row = schedules.load_schedule(conn, name)
+                _refuse_config_edit(row, definition, force)
+                schedules.update_schedule(conn, name, definition, now, row=row)
                 row = schedules.load_schedule(conn, definition.name)
                 if row.enabled != definition.enabled and row.finished_at is None:
                     schedules.set_enabled(conn, definition.name, definition.enabled, now)
         self._warn_unknown_tasks([definition])
         return self.get(definition.name)
 
-    def remove(self, name: str, *, actor: Actor | str | None = None) -> None:
-        """Delete the schedule and its history. (Config schedules come back at the next sync;
-        remove them from ``beat_schedule`` instead, which disables them.)"""
+    def remove(self, name: str, *, force: bool = False, actor: Actor | str | None = None) -> None:
+        """Delete the schedule and its history. A schedule from ``beat_schedule`` raises
+        :class:`ConfigOwned` unless ``force``: the next beat start creates it again (remove its
+        entry from ``beat_schedule`` instead, which disables it and keeps its history)."""
+        _check_force(force)
         with self._writing() as conn:
             now = self._now(conn)
-            with audit.watch(conn, name, self._actor(actor), Action.REMOVE, now):
+            with audit.watch(conn, name, self._actor(actor), Action.REMOVE, now) as seen:
+                before = seen.before
+                if not force and before and before["origin"] == schedules.CONFIG_ORIGIN:
+                    raise ConfigOwned(name, removal=True)
                 schedules.delete_schedule(conn, name)
 
     def pause(
@@ -783,6 +855,23 @@ def _check_editable(changes: Mapping[str, Any], editable: Sequence[str]) -> None
     unknown = sorted(set(changes) - set(editable))
     if unknown:
         raise ValidationError(unknown[0], changes[unknown[0]], "is not an editable field")
+
+
+def _check_force(force: object) -> None:
+    if not isinstance(force, bool):
+        raise ValidationError("force", force, "must be True or False")
+
+
+def _refuse_config_edit(row: Row[Any], definition: Definition, force: bool) -> bool:
+    """Whether storing ``definition`` over ``row`` changes the definition of a schedule from
+    ``beat_schedule`` (a rename included; not its ``enabled`` flag, nor a save of what is
+    stored), which the next sync puts back: refused (:class:`ConfigOwned`) unless ``force``."""
+    edits = row.origin == schedules.CONFIG_ORIGIN and (
+        definition.name != row.name or any(schedules.changed(definition, row))
+    )
+    if edits and not force:
+        raise ConfigOwned(row.name)
+    return edits
 
 
 def _edited(row: Row[Any], changes: Mapping[str, Any]) -> Definition:

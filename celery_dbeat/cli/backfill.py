@@ -90,7 +90,5 @@ def backfill(
     if not report.queued:
         return
     if not dry_run and not live:
-        click.echo(
-            f"warning: no beat is running: {name!r}'s backfill is sent when a beat starts",
-            err=True,
-        )
+        waiting = f"{name!r}'s backfill is"
+        click.echo(f"warning: {schedules.no_beat_running(waiting)}", err=True)

@@ -4,6 +4,8 @@ preview. Each is a thin call of :class:`celery_dbeat.api.Schedules`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,9 @@ import click
 from ..api import FireInfo, PreviewSlot, ScheduleInfo, preview_spec
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
+from ..core.errors import ConfigOwned
 from ..core.specs import DAYS_ALL, Cron, Spec
 from ..core.states import state_note
-from ..store.schedules import CONFIG_ORIGIN
 from ._common import (
     CommandError,
     DBeatCommand,
@@ -59,25 +61,25 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 
 force_option = click.option(
-    "--force", is_flag=True, help="Also for a schedule from beat_schedule, until the next sync."
+    "--force",
+    is_flag=True,
+    help="Also a schedule from beat_schedule, until the next beat start or `dbeat sync`.",
 )
 
 
-def _refuse_config(info: ScheduleInfo, force: bool, done: str, until: str) -> None:
-    """A schedule from beat_schedule is beat_schedule's: beat start syncs it back."""
-    if info.origin != CONFIG_ORIGIN:
-        return
-    if not force:
-        raise CommandError(
-            f"{info.name!r} comes from beat_schedule, which the next beat start syncs back: "
-            f"change beat_schedule instead (`dbeat sync --dry-run` shows what a sync does), or "
-            f"pass --force to have it {done} until then"
-        )
-    click.echo(
-        f"warning: {info.name!r} comes from beat_schedule; {until} the next beat start or "
-        "`dbeat sync`",
-        err=True,
-    )
+@contextmanager
+def _unless_forced() -> Iterator[None]:
+    """The API's refusal of a write to a schedule from beat_schedule (ConfigOwned), naming the
+    CLI's way to force it."""
+    try:
+        yield
+    except ConfigOwned as exc:
+        raise CommandError(exc.told("pass --force")) from None
+
+
+def _definition(info: ScheduleInfo) -> dict[str, Any]:
+    """What a sync of beat_schedule puts back: every field but ``enabled``."""
+    return {key: value for key, value in form_of(info).items() if key != "enabled"}
 
 
 def _summary(verb: str, info: ScheduleInfo) -> str:
@@ -139,24 +141,24 @@ def update(
     """Change some fields of schedule NAME; the others keep their value.
 
     A change of timing (spec, bounds) recomputes the next run from now; any other change keeps
-    it. An empty string clears an optional field (--end-at ""). A schedule from beat_schedule
-    is refused without --force, but for --enabled/--disabled: the next beat start (or `dbeat
-    sync`) puts it back.
+    it. An empty string clears an optional field (--end-at ""). A change to a schedule from
+    beat_schedule is refused without --force: the next beat start (or `dbeat sync`) puts its
+    definition back. --enabled/--disabled alone (a resume, a pause) is always allowed.
     """
     with runtime().schedules() as schedules:
         before = schedules.get(name)
-        # A pause or resume survives a sync; any other change does not.
-        if any(v is not None for v in (task, queue, priority, *given.values())):
-            _refuse_config(before, force, "changed", "the change lasts until")
         form = edit_form(form_of(before), given)
         if task is not None:
             form["task"] = task
         if enabled is not None:
             form["enabled"] = enabled
         definition = build(form, queue=queue, priority=priority)
-        info = schedules.replace(name, definition)
+        with _unless_forced():
+            info = schedules.replace(name, definition, force=force)
     changed = info.version != before.version
     click.echo(_summary("updated" if changed else "unchanged", info))
+    if before.from_beat_schedule and _definition(info) != _definition(before):
+        click.echo(f"warning: {ConfigOwned.forced(name)}", err=True)
     if task is not None:
         warn_unknown_tasks(runtime().app, [definition])
 
@@ -169,13 +171,16 @@ def remove(name: str, force: bool) -> None:
     """Delete schedule NAME and its fire history.
 
     A schedule from beat_schedule is refused without --force: the next beat start (or `dbeat
-    sync`) creates it again; remove it from beat_schedule instead, which disables it and keeps
-    its history.
+    sync`) creates it again; remove its entry from beat_schedule instead, which disables it and
+    keeps its history.
     """
     with runtime().schedules() as schedules:
-        _refuse_config(schedules.get(name), force, "removed", "it is back at")
-        schedules.remove(name)
+        before = schedules.get(name)
+        with _unless_forced():
+            schedules.remove(name, force=force)
     click.echo(f"removed {name!r} and its fire history")
+    if before.from_beat_schedule:
+        click.echo(f"warning: {ConfigOwned.forced(name, removal=True)}", err=True)
 
 
 @click.command(cls=DBeatCommand)
@@ -232,12 +237,7 @@ def trigger(name: str, as_json: bool) -> None:
             "dbeat_redis_url set, at once)"
         )
     if not live:
-        within = seconds_text(schedules.live_within.total_seconds())
-        click.echo(
-            f"warning: no beat is running (none seen within {within}): {name!r} is sent when "
-            "a beat starts",
-            err=True,
-        )
+        click.echo(f"warning: {schedules.no_beat_running(f'{name!r} is')}", err=True)
 
 
 # Reads -----------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from ..api import ScheduleInfo, Schedules
 from ..clock import SystemClock
 from ..core.audit import Surface
 from ..core.definitions import Definition, definition_from_form, definition_to_form
-from ..core.errors import ValidationError
+from ..core.errors import ConfigOwned, ValidationError
 from ..core.fields import FIELDS, Form
 from ..core.timing.cron import load_zone
 from ..core.urls import mask_url
@@ -384,12 +384,18 @@ def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -
                 raise CommandError(
                     f"{source}: schedules[{index}] ({definition.name!r}): {exc}"
                 ) from None
-        # Checked against the file's and the database's calendars, then written first.
-        calendar_report = import_calendars(schedules, calendars, definitions, source, dry_run)
         current = {info.name: info for info in schedules.list()}
         planned = [(d, _action(d, current.get(d.name))) for d in definitions]
         for definition, action in planned:
             report[action].append(definition.name)
+            info = current.get(definition.name)
+            if action == "updated" and info is not None and info.from_beat_schedule:
+                try:  # refused by the API (beat_schedule puts it back): before any write
+                    schedules.check_replace(definition.name, definition)
+                except ConfigOwned as exc:
+                    raise CommandError(f"{source}: {exc.told(None)}") from None
+        # Checked against the file's and the database's calendars, then written first.
+        calendar_report = import_calendars(schedules, calendars, definitions, source, dry_run)
         changes = [(d, current.get(d.name)) for d, action in planned if action != "unchanged"]
         if changes and not dry_run:
             _quietly(schedules, changes, lambda change: _apply(schedules, *change))

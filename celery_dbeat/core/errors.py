@@ -8,6 +8,7 @@
     ├── ScheduleNotFound           no schedule has that name
     ├── ScheduleExists             a schedule with that name exists already
     ├── ScheduleChanged            another writer changed the schedule meanwhile: try again
+    ├── ConfigOwned                the schedule comes from ``beat_schedule``: its sync puts it back
     ├── CalendarNotFound           no calendar has that name
     ├── CalendarExists             a calendar with that name exists already
     ├── CalendarInUse              a calendar to remove is still named by schedules
@@ -30,6 +31,7 @@ __all__ = [
     "CalendarExists",
     "CalendarInUse",
     "CalendarNotFound",
+    "ConfigOwned",
     "ConfigurationError",
     "DBeatError",
     "ScheduleChanged",
@@ -118,6 +120,69 @@ class ScheduleChanged(DBeatError):
             f"schedule {name!r} was changed by someone else at the same time; nothing was "
             "stored: try again"
         )
+
+
+class ConfigOwned(DBeatError):
+    """A write would change or remove a schedule that comes from the app's ``beat_schedule``.
+
+    The rule, the same on every surface: the next beat start (or ``dbeat sync``) puts back the
+    definition of every ``beat_schedule`` entry whose row differs from it, and creates again an
+    entry whose row was removed (a new schedule, without the old history). So a change to such
+    a schedule, or its removal, is refused unless forced (the API's ``force=True``, the CLI's
+    ``--force``, the admins' "Edit anyway" box), and a forced one lasts until then. Pause,
+    resume, run now and backfill change no definition and are always allowed. A sync keeps a
+    pause made elsewhere until the entry's own ``enabled`` changes in ``beat_schedule``, and a
+    resume of an entry that says ``enabled: False`` until that entry's timing or ``enabled``
+    changes.
+
+    ``str(exc)`` names the API's override; a surface names its own with :meth:`told`."""
+
+    #: The admins' override: a box on the edit form, labelled so, and how a refusal names it.
+    EDIT_ANYWAY = "Edit anyway: beat_schedule puts its definition back at the next beat start"
+    TICK_EDIT_ANYWAY = 'tick "Edit anyway"'
+    #: What the admins' edit page of such a schedule says.
+    ADMIN_NOTE = (
+        "This schedule comes from the app's beat_schedule: the next beat start (or `dbeat "
+        'sync`) puts its definition back, so an edit needs the "Edit anyway" box and lasts '
+        "until then, and it cannot be deleted here. Pause, resume, run now and backfill are "
+        "always allowed: they change no definition, and a sync keeps a pause."
+    )
+
+    def __init__(self, name: str, *, removal: bool = False) -> None:
+        self.name = name
+        self.removal = removal
+        super().__init__(self.told("pass force=True"))
+
+    def told(self, override: str | None) -> str:
+        """The refusal, with the surface's way to force the write (``"pass --force"``), or
+        without one (``None``: the surface has none)."""
+        if self.removal:
+            back = "creates it again"
+            options = [
+                "remove its entry from beat_schedule instead (a sync then disables the schedule "
+                "and keeps its history)",
+                "pause it",
+            ]
+        else:
+            back = "puts its definition back"
+            options = [
+                "change beat_schedule instead (`dbeat sync --dry-run` shows what a sync does)"
+            ]
+        if override is not None:
+            options.append(f"{override} to have it {self.done} until then")
+        listed = options[0] if len(options) == 1 else f"{', '.join(options[:-1])}, or {options[-1]}"
+        why = f"the next beat start (or `dbeat sync`) {back}"
+        return f"{self.name!r} comes from beat_schedule, and {why}: {listed}"
+
+    @property
+    def done(self) -> str:
+        return "removed" if self.removal else "changed"
+
+    @staticmethod
+    def forced(name: str, *, removal: bool = False) -> str:
+        """What a surface says after a forced write to a schedule from ``beat_schedule``."""
+        lasts = "it is back at" if removal else "the change lasts until"
+        return f"{name!r} comes from beat_schedule; {lasts} the next beat start or `dbeat sync`"
 
 
 class CalendarNotFound(DBeatError, LookupError):

@@ -12,12 +12,12 @@ backfill first asks for the range on a page of its own.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from django import forms as django_forms
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.contrib.admin.options import csrf_protect_m
 from django.db.models import QuerySet
@@ -28,10 +28,11 @@ from django.utils.html import format_html
 
 from celery_dbeat.core.audit import change_text, decoded_changes, subject
 from celery_dbeat.core.definitions import MAX_PAUSE_NOTE, SPEC_COLUMNS, TIMING_COLUMNS
-from celery_dbeat.core.errors import DBeatError, ScheduleNotFound
+from celery_dbeat.core.errors import ConfigOwned, DBeatError, ScheduleNotFound
 from celery_dbeat.core.fields import KIND_FIELDS
 from celery_dbeat.core.specs import spec_from_fields
 from celery_dbeat.core.states import state_note
+from celery_dbeat.store.schedules import CONFIG_ORIGIN
 
 from .base import OnScheduleDatabase, ReadOnly, WriteRefused, request_actor
 from .calendars import CalendarAdmin
@@ -58,10 +59,6 @@ __all__ = ["AuditAdmin", "BeatAdmin", "CalendarAdmin", "FireAdmin", "ScheduleAdm
 #: Slots shown by the change page's preview, and fires in its recent history.
 PREVIEW_COUNT = 5
 RECENT_FIRES = 10
-CONFIG_WARNING = (
-    "This schedule comes from the app's beat_schedule: beat's next start rewrites it when that "
-    "entry differs from the row. Edit beat_schedule to change it for good."
-)
 
 
 class PauseActionForm(ActionForm):
@@ -152,6 +149,8 @@ class ScheduleAdmin(OnScheduleDatabase):
             ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
             ("Failures and history", {"fields": ("pause_after_failures", "history_limit")}),
         ]
+        if obj is not None and obj.origin == CONFIG_ORIGIN:
+            fieldsets.append(("beat_schedule", {"fields": ("force",)}))
         if obj is not None:
             fieldsets.append(("State", {"fields": self.state_fields}))
             fieldsets.append(("Recent fires", {"fields": ("recent_fires",)}))
@@ -256,8 +255,8 @@ class ScheduleAdmin(OnScheduleDatabase):
             return missing
         if object_id is not None and request.method == "GET":
             obj = self.get_object(request, object_id)
-            if obj is not None and obj.origin == "config":
-                self.message_user(request, CONFIG_WARNING, messages.WARNING)
+            if obj is not None and obj.origin == CONFIG_ORIGIN:
+                self.message_user(request, ConfigOwned.ADMIN_NOTE, messages.WARNING)
             if obj is not None and obj.unreadable is not None:
                 self.message_user(request, obj.unreadable.form_note(), messages.ERROR)
         return self.api_changeform_view(request, object_id, form_url, extra_context)
@@ -267,7 +266,9 @@ class ScheduleAdmin(OnScheduleDatabase):
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         # As changeform_view: the API deletes in its own transaction.
-        return self.tables_missing(request) or self._delete_view(request, object_id, extra_context)
+        return self.tables_missing(request) or self.api_delete_view(
+            request, object_id, extra_context
+        )
 
     def save_model(
         self, request: HttpRequest, obj: Schedule, form: ScheduleFormBase, change: bool
@@ -275,17 +276,24 @@ class ScheduleAdmin(OnScheduleDatabase):
         definition = form.definition
         assert definition is not None  # the form validated
         api = schedules()
+        force = bool(form.cleaned_data.get("force"))
         try:
             if not change:
                 info = api.create(definition, actor=request_actor(request))
             else:
                 assert form.original_name is not None
-                info = api.replace(form.original_name, definition, actor=request_actor(request))
+                info = api.replace(
+                    form.original_name, definition, force=force, actor=request_actor(request)
+                )
+        except ConfigOwned as exc:  # it came from beat_schedule after the form's check
+            raise WriteRefused(exc.told(ConfigOwned.TICK_EDIT_ANYWAY)) from exc
         except DBeatError as exc:
             raise WriteRefused(str(exc)) from exc
         warning = unknown_task_warning(definition.task)
         if warning is not None:
             self.message_user(request, warning, messages.WARNING)
+        if change and form.edits_config:
+            self.message_user(request, f"{ConfigOwned.forced(info.name)}.", messages.WARNING)
         fresh = self.get_queryset(request).get(pk=info.id)
         for field in Schedule._meta.concrete_fields:
             setattr(obj, field.attname, getattr(fresh, field.attname))
@@ -295,12 +303,54 @@ class ScheduleAdmin(OnScheduleDatabase):
         """Nothing: a schedule has no related rows to save."""
 
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
-        with contextlib.suppress(ScheduleNotFound):  # removed meanwhile
+        """Through the API, which refuses a schedule from beat_schedule (the admin offers no
+        override: the next beat start would create it again)."""
+        try:
             schedules().remove(obj.name, actor=request_actor(request))
+        except ScheduleNotFound:
+            pass  # removed meanwhile
+        except ConfigOwned as exc:
+            raise WriteRefused(exc.told(None)) from exc
+        except DBeatError as exc:
+            raise WriteRefused(str(exc)) from exc
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        """Each through :meth:`delete_model` (the API), never Django's own SQL."""
         for schedule in queryset:
             self.delete_model(request, schedule)
+
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
+        """Django's, with its "Delete selected" through the API (:meth:`delete_each`).
+        ``action_location``: as :meth:`CalendarAdmin.get_actions` takes it (Django 6.1+)."""
+        where = {} if action_location is None else {"action_location": action_location}
+        actions: dict[str, Any] = super().get_actions(request, **where)
+        if "delete_selected" in actions:
+            _, name, description = actions["delete_selected"]
+            actions[name] = (type(self).delete_each, name, description)
+        return actions
+
+    def delete_each(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """Django's "Delete selected" through the API: its confirmation page, then each
+        schedule deleted but those the API refuses (one from beat_schedule), each named with
+        the reason."""
+        if not request.POST.get("post"):
+            confirm: HttpResponse | None = delete_selected(self, request, queryset)
+            return confirm
+        deleted = []
+        for schedule in queryset:
+            try:
+                self.delete_model(request, schedule)
+            except WriteRefused as exc:
+                self.message_user(
+                    request, f"Schedule {schedule.name!r} not deleted: {exc}", messages.ERROR
+                )
+            else:
+                deleted.append(schedule)
+        if deleted:
+            self.log_deleted(request, deleted)
+            names = ", ".join(schedule.name for schedule in deleted)
+            self.message_user(request, f"Deleted: {names}.", messages.SUCCESS)
+        return None
 
     # Actions ----------------------------------------------------------------------------------
 
@@ -372,14 +422,8 @@ class ScheduleAdmin(OnScheduleDatabase):
             by = f"the running beat{'s' if len(live) > 1 else ''} {', '.join(live)}"
             self.message_user(request, f"{triggered}: being sent now by {by}.", messages.SUCCESS)
             return
-        within = f"{api.live_within.total_seconds():g} s"
-        recorded = "fire is" if len(done) == 1 else "fires are"
-        self.message_user(
-            request,
-            f"{triggered}, but no beat is running (none seen within the last {within}): the "
-            f"{recorded} recorded and will be sent when a beat starts.",
-            messages.WARNING,
-        )
+        waiting = api.no_beat_running("the fire is" if len(done) == 1 else "the fires are")
+        self.message_user(request, f"{triggered}, but {waiting}.", messages.WARNING)
 
     @admin.action(
         description="Backfill a past range of the selected schedules", permissions=["change"]

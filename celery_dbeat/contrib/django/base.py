@@ -3,11 +3,14 @@ and the page saying what to do while they are not usable."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.admin.utils import unquote
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
 from celery_dbeat.core.audit import Actor, Surface
 
@@ -61,6 +64,36 @@ class OnScheduleDatabase(admin.ModelAdmin):
         except WriteRefused as exc:
             self.message_user(request, f"Not saved: {exc}", messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
+
+    def api_delete_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None
+    ) -> HttpResponse:
+        """The confirmation page as Django's; the confirmed deletion goes through the API (in
+        ``delete_model``, outside Django's transaction, as :meth:`api_changeform_view`). A
+        deletion the API refuses is shown on the change page, and nothing is deleted."""
+        obj = self.get_object(request, unquote(object_id))
+        if request.method != "POST" or obj is None or not self.has_delete_permission(request, obj):
+            return self._delete_view(request, object_id, extra_context)
+        try:
+            self.delete_model(request, obj)
+        except WriteRefused as exc:
+            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
+            change = reverse(
+                f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+                args=[obj.pk],
+                current_app=self.admin_site.name,
+            )
+            return HttpResponseRedirect(change)
+        self.log_deleted(request, [obj])
+        return self.response_delete(request, str(obj), obj.pk)
+
+    def log_deleted(self, request: HttpRequest, objects: Sequence[Model]) -> None:
+        """Record the deletions in Django's admin log, as its own delete views do."""
+        if hasattr(self, "log_deletions"):  # Django 5.1+
+            self.log_deletions(request, objects)
+        else:  # pragma: no cover - Django < 5.1
+            for obj in objects:
+                self.log_deletion(request, obj, str(obj))
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

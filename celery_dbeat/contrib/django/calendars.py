@@ -14,11 +14,9 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.options import csrf_protect_m
-from django.contrib.admin.utils import unquote
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
 
 from celery_dbeat.core.calendars import Calendar as CalendarSpec
 from celery_dbeat.core.errors import CalendarExists, CalendarNotFound, DBeatError, ValidationError
@@ -204,27 +202,9 @@ class CalendarAdmin(OnScheduleDatabase):
     ) -> HttpResponse:
         """The confirmation page as Django's; the confirmed deletion goes through the API, which
         refuses a calendar still in use (the message names its schedules; nothing is deleted)."""
-        missing = self.tables_missing(request)
-        if missing is not None:
-            return missing
-        obj = self.get_object(request, unquote(object_id))
-        if request.method != "POST" or obj is None or not self.has_delete_permission(request, obj):
-            return self._delete_view(request, object_id, extra_context)
-        try:
-            self.delete_model(request, obj)
-        except WriteRefused as exc:
-            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
-            change = reverse(
-                f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
-                args=[obj.pk],
-                current_app=self.admin_site.name,
-            )
-            return HttpResponseRedirect(change)
-        if hasattr(self, "log_deletions"):  # Django 5.1+
-            self.log_deletions(request, [obj])
-        else:  # pragma: no cover - Django < 5.1
-            self.log_deletion(request, obj, str(obj))
-        return self.response_delete(request, str(obj), obj.pk)
+        return self.tables_missing(request) or self.api_delete_view(
+            request, object_id, extra_context
+        )
 
     def delete_model(self, request: HttpRequest, obj: Calendar) -> None:
         try:

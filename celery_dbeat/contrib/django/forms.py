@@ -27,7 +27,12 @@ from celery_dbeat.core.definitions import (
     definition_from_form,
     form_text,
 )
-from celery_dbeat.core.errors import ScheduleExists, ValidationError
+from celery_dbeat.core.errors import (
+    ConfigOwned,
+    ScheduleExists,
+    ScheduleNotFound,
+    ValidationError,
+)
 from celery_dbeat.core.fields import FIELDS, KIND_FIELDS, KINDS, Field, Form
 from celery_dbeat.core.formats import parse_instant
 
@@ -174,6 +179,10 @@ def _form_field(f: Field) -> forms.Field:
 class ScheduleFormBase(forms.ModelForm):
     """What :data:`ScheduleForm` does; its fields come from the field definitions."""
 
+    #: Forces an edit of a schedule from beat_schedule, which the API refuses without it
+    #: (:class:`ConfigOwned`); the admin shows it on those schedules only.
+    force = forms.BooleanField(required=False, label=ConfigOwned.EDIT_ANYWAY)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         instance = kwargs.get("instance")
         if instance is not None and instance.pk is not None:
@@ -182,6 +191,8 @@ class ScheduleFormBase(forms.ModelForm):
         #: The row's name before this edit (``None`` when adding).
         self.original_name: str | None = instance.name if instance is not None else None
         self.definition: Definition | None = None
+        #: Whether the edit changes a schedule from beat_schedule (forced, until the next sync).
+        self.edits_config = False
 
     def clean(self) -> dict[str, Any]:
         data: dict[str, Any] = super().clean()
@@ -208,6 +219,17 @@ class ScheduleFormBase(forms.ModelForm):
         if clash.exists():
             self.add_error("name", str(ScheduleExists(definition.name)))
             return data
+        if self.original_name is not None:
+            try:  # what the API refuses on writing: an edit of a schedule from beat_schedule
+                force = bool(data.get("force"))
+                self.edits_config = schedules().check_replace(
+                    self.original_name, definition, force=force
+                )
+            except ConfigOwned as exc:
+                self.add_error("force", exc.told(ConfigOwned.TICK_EDIT_ANYWAY))
+                return data
+            except ScheduleNotFound:
+                pass  # removed meanwhile: saving says so
         self.definition = definition
         return data
 

@@ -12,8 +12,10 @@ import sqlalchemy as sa
 from flask import abort, flash, redirect, request, url_for
 from flask_admin import expose
 from flask_admin.contrib.sqla import filters as sqla_filters
+from flask_admin.form import rules
 from flask_admin.helpers import get_form_data
 from markupsafe import Markup
+from wtforms import BooleanField
 
 from ...api import Schedules
 from ...core.definitions import (
@@ -23,7 +25,7 @@ from ...core.definitions import (
     form_text,
     pause_note,
 )
-from ...core.errors import DBeatError, ScheduleExists, ValidationError
+from ...core.errors import ConfigOwned, DBeatError, ScheduleExists, ValidationError
 from ...core.fields import KINDS
 from ...core.formats import parse_instant
 from ...core.overlap import OverlapPolicy
@@ -33,7 +35,6 @@ from ...store.schedules import CONFIG_ORIGIN, state_expression
 from ...task_names import unknown_task_warning
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
 from .display import (
-    duration,
     instant,
     local_instant,
     next_run,
@@ -132,6 +133,25 @@ def _history(view: ScheduleView, context: Any, row: Schedule, name: str) -> Mark
     return Markup('<a href="{}">history</a>').format(view.history.history_url(row.name))
 
 
+#: The edit form's box that forces an edit of a schedule from beat_schedule (shown on theirs only).
+FORCE_FIELD = "force"
+
+
+class _ForceBox(rules.Field):
+    """The force box, where the form has one (:meth:`ScheduleView.edit_form` keeps it for a
+    schedule from beat_schedule only)."""
+
+    def __call__(self, form: Any, form_opts: Any = None, field_args: Any = None) -> Any:
+        if getattr(form, self.field_name, None) is None:
+            return ""
+        return super().__call__(form, form_opts, field_args)
+
+
+def _definition_text(row: Schedule) -> dict[str, Any]:
+    """What a sync of beat_schedule puts back: every field of the form but ``enabled``."""
+    return {key: value for key, value in form_text(row).items() if key != "enabled"}
+
+
 class ScheduleView(DBeatView):
     """Schedules: list, search, filters, create and edit forms, delete, pause/resume/run now,
     backfill."""
@@ -139,6 +159,7 @@ class ScheduleView(DBeatView):
     can_view_details = False
     form = ScheduleForm
     form_rules = schedule_form_rules()
+    form_edit_rules = (*schedule_form_rules(), _ForceBox(FORCE_FIELD))
     list_template = "celery_dbeat/schedule_list.html"
     pause_note_field = PAUSE_NOTE_FIELD
     pause_note_length = MAX_PAUSE_NOTE
@@ -221,9 +242,18 @@ class ScheduleView(DBeatView):
 
     # Forms -------------------------------------------------------------------------------------
 
+    def get_edit_form(self) -> type[Any]:
+        """The schedule form, with the box that forces an edit of a schedule from beat_schedule
+        (the API refuses it without: :class:`ConfigOwned`)."""
+        box = BooleanField(ConfigOwned.EDIT_ANYWAY, default=False)
+        return type("ScheduleEditForm", (self.get_form(),), {FORCE_FIELD: box})
+
     def edit_form(self, obj: Schedule | None = None) -> Any:
         values = form_text(obj) if obj is not None else {}
-        return self._edit_form_class(get_form_data(), data=values)
+        form = self._edit_form_class(get_form_data(), data=values)
+        if obj is None or obj.origin != CONFIG_ORIGIN:
+            del form[FORCE_FIELD]
+        return form
 
     def create_model(self, form: Any) -> Schedule | bool:
         try:
@@ -240,30 +270,44 @@ class ScheduleView(DBeatView):
         return model if model is not None else True
 
     def update_model(self, form: Any, model: Schedule) -> bool:
+        box = getattr(form, FORCE_FIELD, None)
+        before = _definition_text(model)
         try:
             definition = definition_from_form(form_data(form))
             self.end_read()
             with self._told_here():
-                self.schedules.replace(model.name, definition, actor=self.who())
+                self.schedules.replace(
+                    model.name,
+                    definition,
+                    force=box is not None and bool(box.data),
+                    actor=self.who(),
+                )
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
         self._check_task(definition.task)
         self.load(model.id)  # the same object, read again
+        if model.origin == CONFIG_ORIGIN and _definition_text(model) != before:
+            flash(f"Saved, but {ConfigOwned.forced(model.name)}.", "warning")
         self.after_model_change(form, model, False)
         return True
 
     def _not_saved(
         self, form: Any, exc: DBeatError, *, field: str | None = None, saved: bool = False
     ) -> None:
+        text = str(exc)
         if field is None and isinstance(exc, ValidationError):
             field = field_of(exc)
         elif field is None and isinstance(exc, ScheduleExists):
             field = "name"
+        elif isinstance(exc, ConfigOwned):
+            text = exc.told(ConfigOwned.TICK_EDIT_ANYWAY)
+            has_box = getattr(form, FORCE_FIELD, None) is not None
+            field = field or (FORCE_FIELD if has_box else None)
         if field is not None:
-            form[field].errors = [*form[field].errors, str(exc)]
+            form[field].errors = [*form[field].errors, text]
         prefix = "Saved, except" if saved else "Schedule not saved"
-        flash(f"{prefix}: {exc}", "error")
+        flash(f"{prefix}: {text}", "error")
 
     def _told_here(self) -> AbstractContextManager[None]:
         """Around a save: with task names, this view warns about an unknown task itself
@@ -308,7 +352,7 @@ class ScheduleView(DBeatView):
             "overlap": overlap_summary(row),
             "last_error": row.last_error,
             "pruned_until": instant(row.pruned_until),
-            "config": row.origin == CONFIG_ORIGIN,
+            "config": ConfigOwned.ADMIN_NOTE if row.origin == CONFIG_ORIGIN else None,
             "origin": row.origin,
             "history_url": self.history.history_url(row.name),
             "preview": [],
@@ -333,20 +377,19 @@ class ScheduleView(DBeatView):
     # Deletes and bulk actions ------------------------------------------------------------------
 
     def delete_model(self, model: Schedule) -> bool:
-        name, origin = model.name, model.origin
+        """Delete through the API, which refuses a schedule from beat_schedule (the admin offers
+        no override: the next beat start would create it again)."""
+        name = model.name
         self.on_model_delete(model)
         self.end_read()
         try:
             self.schedules.remove(name, actor=self.who())
+        except ConfigOwned as exc:
+            flash(f"Schedule {name!r} not deleted: {exc.told(None)}", "error")
+            return False
         except DBeatError as exc:
             flash(f"Schedule {name!r} not deleted: {exc}", "error")
             return False
-        if origin == CONFIG_ORIGIN:
-            flash(
-                f"{name!r} comes from beat_schedule: the next beat start creates it again. "
-                "Remove it from beat_schedule to disable it for good.",
-                "warning",
-            )
         self.after_model_delete(model)
         return True
 
@@ -415,11 +458,8 @@ class ScheduleView(DBeatView):
                 f"Run now: {listed} (a running beat sends them now: {', '.join(beats)}).", "success"
             )
         else:
-            flash(
-                f"Run now recorded for {listed}, but no beat is running (none seen in the last "
-                f"{duration(self.schedules.live_within)}): each is sent when a beat starts.",
-                "warning",
-            )
+            waiting = self.schedules.no_beat_running("each is")
+            flash(f"Run now recorded for {listed}, but {waiting}.", "warning")
 
     @bulk_action("backfill", "Backfill")
     def action_backfill(self, ids: Sequence[str]) -> Any:

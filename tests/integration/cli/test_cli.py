@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from celery_dbeat.api import Schedules
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.definitions import FORM_FIELDS
+from celery_dbeat.core.errors import ConfigOwned
 from celery_dbeat.core.specs import Every, Solar
 from celery_dbeat.store import Store
 from tests.integration.cli.conftest import Cli, heartbeat, minutes, tick_fires, utc_now
@@ -377,14 +378,23 @@ def test_a_beat_schedule_entry_is_not_removed_or_changed_without_force(cli: Cli)
     cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 3600}}
     cli.ok("sync")
 
-    removed = cli.fails("remove", "nightly", code=1, fragment="comes from beat_schedule")
-    changed = cli.fails("update", "nightly", "--every", "2h", code=1, fragment="--force")
+    removed = cli.fails("remove", "nightly", code=1)
+    changed = cli.fails("update", "nightly", "--every", "2h", code=1)
     paused = cli.ok("update", "nightly", "--disabled")  # a pause survives a sync: allowed
+    same = cli.ok("update", "nightly", "--every", "1h")  # saving what is stored changes nothing
 
-    assert "`dbeat sync --dry-run`" in removed
-    assert "pass --force to have it changed until then" in changed
+    # The API's own words, with the CLI's way to force it.
+    assert removed == f"Error: {ConfigOwned('nightly', removal=True).told('pass --force')}"
+    assert changed == f"Error: {ConfigOwned('nightly').told('pass --force')}"
+    assert changed == (
+        "Error: 'nightly' comes from beat_schedule, and the next beat start (or `dbeat sync`) "
+        "puts its definition back: change beat_schedule instead (`dbeat sync --dry-run` shows "
+        "what a sync does), or pass --force to have it changed until then"
+    )
     assert "every 1h; paused" in paused
+    assert same.startswith("unchanged 'nightly'")
     assert json.loads(cli.ok("show", "nightly", "--json"))["every"] == 3600.0
+    assert cli.ok("resume", "nightly").startswith("resumed 'nightly'")
 
 
 def test_force_changes_a_beat_schedule_entry_until_the_next_sync_and_says_so(cli: Cli) -> None:
@@ -398,13 +408,14 @@ def test_force_changes_a_beat_schedule_entry_until_the_next_sync_and_says_so(cli
 
     assert (changed.exit_code, removed.exit_code) == (0, 0)
     assert changed.stdout.startswith("updated 'nightly': every 2h;")
+    assert changed.stderr == f"warning: {ConfigOwned.forced('nightly')}\n"
     assert changed.stderr == (
         "warning: 'nightly' comes from beat_schedule; the change lasts until the next beat start"
         " or `dbeat sync`\n"
     )
     assert "updated 1" in synced  # the sync put the hour back
     assert removed.stdout == "removed 'nightly' and its fire history\n"
-    assert "it is back at the next beat start" in removed.stderr
+    assert removed.stderr == f"warning: {ConfigOwned.forced('nightly', removal=True)}\n"
     assert "created 1" in resynced
     assert json.loads(cli.ok("show", "nightly", "--json"))["every"] == 3600.0
 

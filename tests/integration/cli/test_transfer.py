@@ -16,6 +16,7 @@ from celery.schedules import crontab
 
 from celery_dbeat.api import Schedules
 from celery_dbeat.cli.transfer import dump, load
+from celery_dbeat.core.errors import ConfigOwned
 from tests.integration.cli.conftest import Cli, make_app, migrated
 
 
@@ -156,6 +157,37 @@ def test_import_creates_and_updates_by_name_and_leaves_other_schedules_alone(
     assert (edited["every"], edited["state"]) == (300.0, "paused")
     assert json.loads(cli.ok("show", "new", "--json"))["args"] == [1]
     assert json.loads(cli.ok("show", "keep", "--json"))["every"] == 60.0
+
+
+def test_import_refuses_a_file_that_changes_a_beat_schedule_entry_before_writing_anything(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli.app.conf.beat_schedule = {"nightly": {"task": "proj.tasks.n", "schedule": 3600}}
+    cli.ok("sync")
+    document = json.loads(cli.ok("export"))
+    paused = json.loads(json.dumps(document))
+    document["schedules"][0]["every"] = "2h"
+    document["schedules"].append(
+        {"name": "new", "task": "proj.tasks.new", "kind": "interval", "every": "30s"}
+    )
+    document["calendars"] = [{"name": "closed", "timezone": "UTC", "dates": ["2030-12-25"]}]
+    path, pause = tmp_path / "in.json", tmp_path / "pause.json"
+    path.write_text(json.dumps(document))
+    paused["schedules"][0]["enabled"] = False
+    pause.write_text(json.dumps(paused))
+    before = versions(cli)
+
+    refused = cli.fails("import", str(path), code=1)
+    dry_run = cli.fails("import", str(path), "--dry-run", code=1)
+    after = versions(cli)
+    pausing = json.loads(cli.ok("import", str(pause), "--json"))
+
+    # The API's words; an import has no override (beat_schedule is the place to change it).
+    assert refused == f"Error: {path}: {ConfigOwned('nightly').told(None)}" == dry_run
+    assert after == before
+    assert cli.ok("calendar", "list", "--json") == "[]\n"
+    assert pausing["updated"] == ["nightly"]  # a pause survives a sync: allowed
+    assert json.loads(cli.ok("show", "nightly", "--json"))["state"] == "paused"
 
 
 def test_import_dry_run_says_what_would_change_and_changes_nothing(

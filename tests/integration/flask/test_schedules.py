@@ -436,7 +436,7 @@ def test_run_now_with_no_beat_running_says_it_is_sent_when_a_beat_starts(
     page = admin.action("trigger", [schedule_id(api, "poll")])
     assert flashes(page) == [
         "warning: Run now recorded for 1 schedule(s): poll, but no beat is running (none seen "
-        "in the last 15 s): each is sent when a beat starts."
+        "within 15s): each is sent when a beat starts."
     ]
     assert [f.status for f in api.history("poll")] == ["pending"]
 
