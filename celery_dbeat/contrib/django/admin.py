@@ -17,7 +17,7 @@ from typing import Any
 
 from django import forms as django_forms
 from django.contrib import admin, messages
-from django.contrib.admin.actions import delete_selected
+from django.contrib.admin import actions as django_actions
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.contrib.admin.options import csrf_protect_m
 from django.db.models import QuerySet
@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy
 
 from celery_dbeat.core.audit import change_text, decoded_changes, subject
 from celery_dbeat.core.definitions import MAX_PAUSE_NOTE, SPEC_COLUMNS, TIMING_COLUMNS
@@ -89,7 +90,7 @@ class ScheduleAdmin(OnScheduleDatabase):
     list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
     search_fields = ("name", "task")
 
-    actions = ("pause", "resume", "trigger", "backfill")
+    actions = ("delete_selected", "pause", "resume", "trigger", "backfill")
     action_form = PauseActionForm
     save_on_top = True
     #: Each kind's fieldset: shown alone by the kind menu's script (class dbeat-kind-<kind>).
@@ -319,22 +320,16 @@ class ScheduleAdmin(OnScheduleDatabase):
         for schedule in queryset:
             self.delete_model(request, schedule)
 
-    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
-        """Django's, with its "Delete selected" through the API (:meth:`delete_each`).
-        ``action_location``: as :meth:`CalendarAdmin.get_actions` takes it (Django 6.1+)."""
-        where = {} if action_location is None else {"action_location": action_location}
-        actions: dict[str, Any] = super().get_actions(request, **where)
-        if "delete_selected" in actions:
-            _, name, description = actions["delete_selected"]
-            actions[name] = (type(self).delete_each, name, description)
-        return actions
-
-    def delete_each(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
-        """Django's "Delete selected" through the API: its confirmation page, then each
-        schedule deleted but those the API refuses (one from beat_schedule), each named with
-        the reason."""
+    @admin.action(
+        description=gettext_lazy("Delete selected %(verbose_name_plural)s"),
+        permissions=["delete"],
+    )
+    def delete_selected(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        """Django's "Delete selected" (an action of this name replaces the site's), through the
+        API: its confirmation page, then each schedule deleted but those the API refuses (one
+        from beat_schedule), each named with the reason."""
         if not request.POST.get("post"):
-            confirm: HttpResponse | None = delete_selected(self, request, queryset)
+            confirm: HttpResponse | None = django_actions.delete_selected(self, request, queryset)
             return confirm
         deleted = []
         for schedule in queryset:
