@@ -20,7 +20,13 @@ from celery.utils.log import get_logger
 from .core.definitions import Definition
 from .core.suggestions import did_you_mean
 
-__all__ = ["registered_tasks", "unknown_task_warning", "unknown_tasks", "warn_unknown_tasks"]
+__all__ = [
+    "app_task_warning",
+    "registered_tasks",
+    "unknown_task_warning",
+    "unknown_tasks",
+    "warn_unknown_tasks",
+]
 
 logger = get_logger(__name__)
 
@@ -110,6 +116,11 @@ def warn_unknown_tasks(
     default: beat's ``beat_schedule`` sync); returns :func:`unknown_tasks`."""
     unknown = unknown_tasks(app, definitions)
     if unknown:
-        warning = unknown_task_warning(unknown.values(), app.main, registered_tasks(app))
-        log.warning("dbeat: %s%s", source, warning)
+        log.warning("dbeat: %s%s", source, app_task_warning(app, unknown.values()))
     return unknown
+
+
+def app_task_warning(app: Any, tasks: Collection[str]) -> str:
+    """:func:`unknown_task_warning` for ``tasks`` (from :func:`unknown_tasks`) of ``app``, with
+    the names it registers for the "did you mean"."""
+    return unknown_task_warning(tasks, app.main, registered_tasks(app))

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..core.definitions import Definition
-from ..task_names import registered_tasks, unknown_task_warning, unknown_tasks
+from ..task_names import app_task_warning, unknown_tasks
 
 __all__ = ["warn_unknown_tasks"]
 
@@ -21,6 +21,5 @@ def warn_unknown_tasks(
     stderr, or with ``err=False`` on stdout as part of a report); returns ``{schedule: task}``."""
     unknown = unknown_tasks(app, definitions)
     if unknown:
-        warning = unknown_task_warning(unknown.values(), app.main, registered_tasks(app))
-        click.echo(f"warning: {warning}", err=err)
+        click.echo(f"warning: {app_task_warning(app, unknown.values())}", err=err)
     return unknown

@@ -41,7 +41,7 @@ from ..importers.plan import ACTIONS, Step, expected_next, next_text, plan, timi
 from ..store.database import create_engine
 from ..store.models import S
 from ..store.reading import Unreadable, unreadable_values
-from ..task_names import registered_tasks, unknown_task_warning, unknown_tasks
+from ..task_names import app_task_warning, unknown_tasks
 from ._common import (
     CommandError,
     DatabaseProblem,
@@ -513,8 +513,7 @@ def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
     unknown = unknown_tasks(state.app, imported)
     warnings = list(read.warnings)
     if unknown:
-        known = registered_tasks(state.app)
-        warnings.append(unknown_task_warning(unknown.values(), state.app.main, known))
+        warnings.append(app_task_warning(state.app, unknown.values()))
     if as_json:
         echo_json(
             dict(
