@@ -4,7 +4,7 @@
 icalendar itself depends on).
 
 Pure: each reads what it is given (years, the file's bytes) and returns plain dates and ranges for
-:meth:`celery_dbeat.calendars.Calendars.add`; what it cannot read faithfully (a timed event, a
+:meth:`celery_dbeat.api.Calendars.add`; what it cannot read faithfully (a timed event, a
 recurring event without a bounded range of years, an unknown country) is refused with one line
 that says what to do, and nothing is stored.
 

@@ -21,7 +21,7 @@ import getpass
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -39,6 +39,7 @@ from ..core.audit import (
 )
 from ..core.calendars import Calendar
 from ..core.formats import iso
+from . import schedules
 from .models import A, S
 from .pruning import HOST_MONOTONIC, delete_in_batches
 from .reading import chunked, read_rows
@@ -95,19 +96,16 @@ def record(conn: Connection, entries: Sequence[Mapping[str, Any]]) -> None:
         conn.execute(sa.insert(A), list(entries))
 
 
-def _row(conn: Connection, column: sa.ColumnElement[Any], value: Any) -> Mapping[str, Any] | None:
-    found, _ = read_rows(conn, sa.select(S).where(column == value))
-    return dict(found[0]._mapping) if found else None
-
-
 @dataclass
 class Watch:
-    """What :func:`watch` records: the row as the edit found it; the edit may set
-    ``detail`` (``{field: [old, new]}``) to record beside the row's changes (a run now's task
-    id, a backfill's range)."""
+    """What :func:`watch` records: the row as the edit found it (``row``; ``None`` before a
+    creation) and, once the block is over, as it left it (``after``; ``None`` after a removal).
+    The edit may set ``detail`` (``{field: [old, new]}``) to record beside the row's changes (a
+    run now's task id, a backfill's range)."""
 
-    before: Mapping[str, Any] | None
-    detail: dict[str, list[Any]]
+    row: Row[Any] | None
+    detail: dict[str, list[Any]] = field(default_factory=dict)
+    after: Row[Any] | None = None
 
 
 @contextmanager
@@ -120,24 +118,27 @@ def watch(
 ) -> Iterator[Watch]:
     """Record the edit made in the ``with`` block to the schedule ``name`` (or, for a creation,
     that will be ``name``): the row read before and after it (by id, so a rename is followed),
-    diffed, with the ``detail`` the block set; nothing when nothing changed. An update that
-    renames is recorded as ``rename``, one that only pauses or resumes as ``pause`` or
-    ``resume``. Nothing is recorded when the block raises: the transaction is rolled back with
-    the edit."""
-    before = _row(conn, S.c.name, name)
-    seen = Watch(before, {})
+    diffed, with the ``detail`` the block set; nothing when nothing changed. The edit reads
+    the row from the :class:`Watch` rather than again. An update that renames is recorded as
+    ``rename``, one that only pauses or resumes as ``pause`` or ``resume``. Nothing is recorded
+    when the block raises: the transaction is rolled back with the edit."""
+    seen = Watch(schedules.find_schedule(conn, name))
     yield seen
-    after = before if action in (Action.RUN_NOW, Action.BACKFILL) else None
-    if after is None:
-        after = _row(conn, S.c.id, before["id"]) if before else _row(conn, S.c.name, name)
-    change = {**changes(before, after), **seen.detail}
+    before = seen.row
+    if action in (Action.RUN_NOW, Action.BACKFILL):
+        seen.after = before
+    else:
+        seen.after = schedules.find_schedule(conn, name, before.id if before else None)
+    old = None if before is None else dict(before._mapping)
+    new = None if seen.after is None else dict(seen.after._mapping)
+    change = {**changes(old, new), **seen.detail}
     if not change:
         return
     if action is Action.UPDATE and "name" in change:
         action = Action.RENAME
     elif action is Action.UPDATE and set(change) - PAUSE_DETAIL == {"enabled"}:
         action = Action.RESUME if change["enabled"][1] else Action.PAUSE
-    row = after or before or {}
+    row: Mapping[str, Any] = new or old or {}
     record(
         conn,
         [row_entry(actor, action, at, row.get("name", name), row.get("uid"), change)],

@@ -38,6 +38,7 @@ __all__ = [
     "due_schedules",
     "ensure_uid",
     "failing_schedules",
+    "find_schedule",
     "list_schedules",
     "load_schedule",
     "lock_schedules",
@@ -140,11 +141,21 @@ def ensure_uid(conn: Connection, schedule_id: int, uid: str | None) -> str:
     return str(conn.execute(sa.select(S.c.uid).where(S.c.id == schedule_id)).scalar_one())
 
 
+def find_schedule(
+    conn: Connection, name: str | None, schedule_id: int | None = None
+) -> Row[Any] | None:
+    """The schedule ``name`` (or, given, of id ``schedule_id``), as this transaction sees it."""
+    key = S.c.name == name if schedule_id is None else S.c.id == schedule_id
+    rows, _ = read_rows(conn, sa.select(S).where(key))
+    return rows[0] if rows else None
+
+
 def load_schedule(conn: Connection, name: str) -> Row[Any]:
-    rows, _ = read_rows(conn, sa.select(S).where(S.c.name == name))
-    if not rows:
+    """:func:`find_schedule`; raises :class:`ScheduleNotFound`."""
+    row = find_schedule(conn, name)
+    if row is None:
         raise ScheduleNotFound(name)
-    return rows[0]
+    return row
 
 
 def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
@@ -190,30 +201,25 @@ def _write(conn: Connection, row: Row[Any], values: dict[str, Any], now: datetim
 
 
 def update_schedule(
-    conn: Connection,
-    name: str,
-    definition: Definition,
-    now: datetime,
-    *,
-    row: Row[Any] | None = None,
-) -> bool:
-    """Store ``definition`` over the row ``name`` (``row``: that row, if the caller just read
-    it in this transaction). Returns whether anything changed."""
-    row = load_schedule(conn, name) if row is None else row
+    conn: Connection, definition: Definition, now: datetime, row: Row[Any]
+) -> dict[str, Any] | None:
+    """Store ``definition`` over ``row`` (read in this transaction: a writer that changed it
+    since raises :class:`ScheduleChanged`). Returns the columns written; ``None``: nothing
+    changed."""
     values = _updated_columns(definition, row, now)
     if values is None:
-        return False
+        return None
     if definition.calendar != row.calendar:
         require_calendars(conn, [definition.calendar])
     if definition.name == row.name:
         _write(conn, row, values, now)
-        return True
+        return values
     try:  # the new name may be taken: keep the transaction usable for the error
         with conn.begin_nested():
             _write(conn, row, values, now)
     except sa.exc.IntegrityError:
         raise ScheduleExists(definition.name) from None
-    return True
+    return values
 
 
 def _updated_columns(definition: Definition, row: Row[Any], now: datetime) -> dict[str, Any] | None:
@@ -292,7 +298,7 @@ def pause_values(note: str | None, source: PauseSource, at: datetime) -> dict[st
 
 def set_enabled(
     conn: Connection,
-    name: str,
+    row: Row[Any],
     enabled: bool,
     now: datetime,
     *,
@@ -304,9 +310,9 @@ def set_enabled(
     A pause records its note, its time and that a person made it; pausing a paused schedule
     with a note replaces the note only. A resume clears all three. Resuming recomputes
     ``next_run_at`` from now, so the slots that fell inside the pause are not fired, unless
-    ``catch_up`` keeps it: then they go through the misfire policy on the next tick.
+    ``catch_up`` keeps it: then they go through the misfire policy on the next tick. ``row``:
+    as read in this transaction.
     """
-    row = load_schedule(conn, name)
     if not enabled:
         if not row.enabled:
             if note is None or note == row.pause_note:
@@ -319,7 +325,9 @@ def set_enabled(
         return False
     if row.finished_at is not None:
         raise ValidationError(
-            "name", name, "has finished (no slot left); update its timing or bounds to revive it"
+            "name",
+            row.name,
+            "has finished (no slot left); update its timing or bounds to revive it",
         )
     values: dict[str, Any] = {"enabled": True, **RESUMED}
     if not catch_up or row.next_run_at is None:
@@ -334,9 +342,8 @@ def set_enabled(
     return True
 
 
-def delete_schedule(conn: Connection, name: str) -> None:
-    """Delete the schedule and its fire history."""
-    row = load_schedule(conn, name)
+def delete_schedule(conn: Connection, row: Row[Any]) -> None:
+    """Delete the schedule ``row`` and its fire history."""
     conn.execute(sa.delete(F).where(F.c.schedule_id == row.id))
     conn.execute(sa.delete(S).where(S.c.id == row.id))
 

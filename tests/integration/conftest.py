@@ -387,11 +387,14 @@ def tables(store: Store) -> Tables:
 def lose_every_race(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every read of a schedule by the API's writes find a row that another writer changes
     (and commits) before this write: what happens when two people save the same schedule."""
-    read: Callable[[Connection, str], Row[Any]] = store_schedules.load_schedule
+    read = store_schedules.find_schedule
 
-    def read_then_lose_the_race(conn: Connection, name: str) -> Row[Any]:
-        row = read(conn, name)
-        conn.execute(sa.update(S).where(S.c.id == row.id).values(version=S.c.version + 1))
+    def read_then_lose_the_race(
+        conn: Connection, name: str | None, schedule_id: int | None = None
+    ) -> Row[Any] | None:
+        row = read(conn, name, schedule_id)
+        if row is not None:
+            conn.execute(sa.update(S).where(S.c.id == row.id).values(version=S.c.version + 1))
         return row
 
-    monkeypatch.setattr(store_schedules, "load_schedule", read_then_lose_the_race)
+    monkeypatch.setattr(store_schedules, "find_schedule", read_then_lose_the_race)

@@ -60,7 +60,7 @@ def test_the_store_refuses_a_write_from_a_stale_read_on_every_backend(api: Sched
     )
 
     with pytest.raises(errors.ScheduleChanged), api.store.engine.begin() as conn:
-        store_schedules.update_schedule(conn, "report", edited, START, row=stale)
+        store_schedules.update_schedule(conn, edited, START, stale)
 
     assert api.get("report").args == [2]
 

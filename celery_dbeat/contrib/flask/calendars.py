@@ -1,6 +1,6 @@
 """The exclusion calendars view: list, create and edit forms, delete.
 
-The form is plain text, read by :meth:`celery_dbeat.calendars.Calendars.add` and ``update``, so a
+The form is plain text, read by :meth:`celery_dbeat.api.Calendars.add` and ``update``, so a
 date is parsed by the same code as the CLI's ``--dates`` (one ``YYYY-MM-DD`` or
 ``YYYY-MM-DD..YYYY-MM-DD`` per line, or comma-separated) and a bad one is refused with the same
 message, shown on its field. A calendar keeps its name (the API has no rename: schedules name

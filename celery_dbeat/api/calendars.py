@@ -19,49 +19,32 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
 
-from sqlalchemy.engine import Connection
-
-from .core.audit import Action, Actor
-from .core.calendars import Calendar
-from .core.counts import require_count
-from .core.timing import require_aware
-from .store import Store, audit
-from .store import calendars as store
-from .store.audit import Entry
+from ..core.audit import Action, Actor
+from ..core.calendars import Calendar
+from ..core.counts import require_count
+from ..core.timing import require_aware
+from ..store import audit
+from ..store import calendars as store
+from ..store.audit import Entry
+from .session import Session
 
 __all__ = ["Calendar", "Calendars"]
-
-
-class Owner(Protocol):
-    """What :class:`Calendars` uses of the :class:`~celery_dbeat.api.Schedules` it belongs to:
-    its store, and how it records a write (who, in which transaction, at what time). Named here
-    so that this module does not import ``celery_dbeat.api``, which imports it."""
-
-    store: Store
-
-    def _actor(self, actor: Actor | str | None, default: Actor | None = None) -> Actor: ...
-
-    def _writing(self) -> AbstractContextManager[Connection]: ...
-
-    def _now(self, conn: Connection) -> datetime: ...
 
 
 class Calendars:
     """Add, edit, list and remove the exclusion calendars of the database of ``api``."""
 
-    def __init__(self, api: Owner) -> None:
-        self._api = api
+    def __init__(self, session: Session) -> None:
+        self._session = session
 
     def get(self, name: str) -> Calendar:
-        with self._api.store.engine.connect() as conn:
+        with self._session.store.engine.connect() as conn:
             return store.load_calendar(conn, name)
 
     def list(self) -> builtins.list[Calendar]:
-        with self._api.store.engine.connect() as conn:
+        with self._session.store.engine.connect() as conn:
             return store.list_calendars(conn)
 
     def add(
@@ -77,11 +60,9 @@ class Calendars:
         naming a bad field (a date that is not ``YYYY-MM-DD`` or ``YYYY-MM-DD..YYYY-MM-DD``).
         ``actor``: who the audit trail records (default: the API's)."""
         calendar = Calendar.create(name, timezone=timezone, dates=dates, description=description)
-        who = self._api._actor(actor)
-        with self._api._writing() as conn:
-            now = self._api._now(conn)
-            store.create_calendar(conn, calendar, now)
-            audit.record_calendar(conn, who, Action.CALENDAR_CREATE, now, None, calendar)
+        with self._session.write(actor) as w:
+            store.create_calendar(w.conn, calendar, w.now)
+            audit.record_calendar(w.conn, w.actor, Action.CALENDAR_CREATE, w.now, None, calendar)
         return self.get(name)
 
     def update(
@@ -97,9 +78,8 @@ class Calendars:
         """Replace the zone, the dates (``dates``) or the description, or add dates
         (``add_dates``); bumps the version, and records the change as ``actor``, if anything
         changed."""
-        who = self._api._actor(actor)
-        with self._api._writing() as conn:
-            old = store.load_calendar(conn, name, lock=True)
+        with self._session.write(actor) as w:
+            old = store.load_calendar(w.conn, name, lock=True)
             base = list(old.ranges) if dates is None else _listed(dates)
             calendar = Calendar.create(
                 name,
@@ -107,19 +87,16 @@ class Calendars:
                 dates=base + _listed(add_dates),
                 description=old.description if description is None else description,
             )
-            now = self._api._now(conn)
-            new = store.update_calendar(conn, calendar, now)
-            audit.record_calendar(conn, who, Action.CALENDAR_UPDATE, now, old, new)
-            return new
+            new = store.update_calendar(w.conn, calendar, w.now)
+            audit.record_calendar(w.conn, w.actor, Action.CALENDAR_UPDATE, w.now, old, new)
+        return new
 
     def remove(self, name: str, *, actor: Actor | str | None = None) -> None:
         """Remove a calendar; refused (``CalendarInUse``, naming them) while schedules name it.
         ``actor``: who the audit trail records."""
-        who = self._api._actor(actor)
-        with self._api._writing() as conn:
-            old = store.delete_calendar(conn, name)
-            now = self._api._now(conn)
-            audit.record_calendar(conn, who, Action.CALENDAR_REMOVE, now, old, None)
+        with self._session.write(actor) as w:
+            old = store.delete_calendar(w.conn, name)
+            audit.record_calendar(w.conn, w.actor, Action.CALENDAR_REMOVE, w.now, old, None)
 
     def audit(
         self, name: str | None = None, *, since: datetime | None = None, limit: int = 100
@@ -129,7 +106,7 @@ class Calendars:
         who made it, from where, and each field's old and new value (on an update, the dates
         that differ)."""
         require_aware("since", since)
-        with self._api.store.engine.connect() as conn:
+        with self._session.store.engine.connect() as conn:
             return audit.entries(
                 conn, name=name, kind="calendar", since=since, limit=require_count(limit)
             )

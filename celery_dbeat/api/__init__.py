@@ -1,0 +1,33 @@
+"""The typed management API that every surface (CLI, admin integrations, your code) calls:
+:class:`Schedules` (:mod:`.writes`, :mod:`.reads`, :mod:`.session`) and :class:`Calendars`."""
+
+from __future__ import annotations
+
+from ..core.audit import Actor
+from ..core.calendars import PreviewSlot
+from ..core.health import UNHEALTHY_REASONS, ScheduleHealth
+from ..core.load import Load
+from ..results import BeatInfo, FireInfo, ScheduleInfo
+from ..store.audit import Entry
+from ..store.backfill import BackfillReport
+from .calendars import Calendar, Calendars
+from .session import Session
+from .writes import Schedules, preview_spec
+
+__all__ = [
+    "UNHEALTHY_REASONS",
+    "Actor",
+    "BackfillReport",
+    "BeatInfo",
+    "Calendar",
+    "Calendars",
+    "Entry",
+    "FireInfo",
+    "Load",
+    "PreviewSlot",
+    "ScheduleHealth",
+    "ScheduleInfo",
+    "Schedules",
+    "Session",
+    "preview_spec",
+]

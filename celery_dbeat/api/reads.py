@@ -1,0 +1,180 @@
+"""The management API's reads: schedules, their fires, beats, the audit trail, previews and
+the load picture, each in one read-only connection of its own."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime
+
+from ..core.calendars import PreviewSlot, preview
+from ..core.counts import require_count
+from ..core.definitions import Definition
+from ..core.errors import ValidationError
+from ..core.formats import seconds_text
+from ..core.health import ScheduleHealth, judge
+from ..core.load import Load
+from ..core.timing import require_aware
+from ..results import BeatInfo, FireInfo, ScheduleInfo
+from ..store import audit, beats, fires, queue, schedules
+from ..store import load as load_store
+from ..store.audit import Entry
+from ..store.calendars import load_calendar
+from ..store.health import unhealthy_candidates
+from .session import Session
+
+__all__ = ["Reads"]
+
+
+class Reads(Session):
+    """What :class:`~celery_dbeat.api.Schedules` reads (:class:`~.session.Session`: its
+    arguments)."""
+
+    def get(self, name: str) -> ScheduleInfo:
+        """The schedule ``name``; raises :class:`~celery_dbeat.core.errors.ScheduleNotFound`."""
+        with self.store.engine.connect() as conn:
+            return ScheduleInfo.from_row(schedules.load_schedule(conn, name))
+
+    def list(
+        self,
+        *,
+        enabled: bool | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> builtins.list[ScheduleInfo]:
+        """Schedules by name: only enabled ones (``enabled=True``) or paused ones (``False``),
+        those whose name or task holds ``search``, ``limit`` of them from ``offset``."""
+        with self.store.engine.connect() as conn:
+            rows = schedules.list_schedules(
+                conn, enabled=enabled, search=search, limit=limit, offset=offset
+            )
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def due(
+        self, *, now: datetime | None = None, limit: int | None = None
+    ) -> builtins.list[ScheduleInfo]:
+        """Enabled schedules whose fire is due (a backlog, if beats are down or behind)."""
+        with self.store.engine.connect() as conn:
+            rows = schedules.due_schedules(conn, now or self.clock.now(), limit)
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def count_due(self, *, now: datetime | None = None) -> int:
+        """How many enabled schedules are due at ``now`` (default: now): :meth:`due` counted."""
+        with self.store.engine.connect() as conn:
+            return schedules.count_due(conn, now or self.clock.now())
+
+    def queued(self) -> tuple[int, datetime | None]:
+        """Slots queued for spare capacity (catch-up of policy ``all``, backfill): how many, and
+        the oldest. Beats publish them, oldest first, once no on-time fire is due."""
+        with self.store.engine.connect() as conn:
+            return queue.queued_backlog(conn)
+
+    def upcoming(
+        self, count: int = 5, *, now: datetime | None = None
+    ) -> builtins.list[ScheduleInfo]:
+        """The next ``count`` enabled schedules to fire after ``now``."""
+        with self.store.engine.connect() as conn:
+            rows = schedules.upcoming_schedules(conn, now or self.clock.now(), count)
+        return [ScheduleInfo.from_row(row) for row in rows]
+
+    def failing(self) -> builtins.list[ScheduleInfo]:
+        """Schedules marked with an error, by name."""
+        with self.store.engine.connect() as conn:
+            return [ScheduleInfo.from_row(row) for row in schedules.failing_schedules(conn)]
+
+    def counts(self) -> dict[str, int]:
+        """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""
+        with self.store.engine.connect() as conn:
+            return schedules.state_counts(conn)
+
+    def paused_counts(self) -> dict[str, int]:
+        """How many schedules are paused, by what paused them (``person``, ``config``,
+        ``failures``; ``unknown`` for pauses made before celery-dbeat recorded it)."""
+        with self.store.engine.connect() as conn:
+            return schedules.paused_counts(conn)
+
+    def beats(self) -> builtins.list[BeatInfo]:
+        """Every beat's heartbeat, by name."""
+        with self.store.engine.connect() as conn:
+            return [BeatInfo(**row._asdict()) for row in beats.beat_heartbeats(conn)]
+
+    def live_beats(self) -> builtins.list[BeatInfo]:
+        """The beats seen within ``live_within``, on the database's clock: those that would send
+        a fire recorded now (a trigger, a new schedule) without waiting for a beat to start."""
+        with self.store.engine.connect() as conn:
+            now = self.now(conn)
+            rows = beats.beat_heartbeats(conn)
+        return [
+            BeatInfo(**row._asdict()) for row in rows if now - row.last_seen_at <= self.live_within
+        ]
+
+    def no_beat_running(self, waiting: str) -> str:
+        """What every surface says when fires it recorded (a run now, a backfill) wait for a
+        beat because none is running (:meth:`live_beats` is empty); ``waiting`` says what waits
+        (``"'report' is"``, ``"the fires are"``)."""
+        within = seconds_text(self.live_within.total_seconds())
+        return f"no beat is running (none seen within {within}): {waiting} sent when a beat starts"
+
+    def history(self, name: str, *, limit: int = 50) -> builtins.list[FireInfo]:
+        """The schedule's ``limit`` newest fires (what each slot became), newest first."""
+        with self.store.engine.connect() as conn:
+            return [FireInfo.from_row(r) for r in fires.fire_history(conn, name, limit)]
+
+    def audit(
+        self, name: str | None = None, *, since: datetime | None = None, limit: int = 100
+    ) -> builtins.list[Entry]:
+        """The audit trail, newest first: who changed what (``{field: [old, new]}``), when (the
+        database's clock) and from where; of the schedule ``name`` (under every name it had),
+        from ``since`` on, at most ``limit`` (1 to 10000) entries."""
+        if since is not None:
+            require_aware("since", since)
+        with self.store.engine.connect() as conn:
+            return audit.entries(conn, name=name, since=since, limit=require_count(limit))
+
+    def unhealthy(self, *, now: datetime | None = None) -> builtins.list[ScheduleHealth]:
+        """Schedules whose last run failed or that have not succeeded within their expected
+        period, by name; see :mod:`celery_dbeat.core.health` for the exact rules."""
+        now = now or self.clock.now()
+        with self.store.engine.connect() as conn:
+            candidates = unhealthy_candidates(conn)
+        return judge(candidates, now)
+
+    def preview(
+        self, name: str, *, count: int = 5, after: datetime | None = None
+    ) -> builtins.list[PreviewSlot]:
+        """The next ``count`` slots a stored schedule fires after ``after`` (default: now), and
+        the slots its calendar removes among them (``excluded_by``: the calendar's name; at
+        most ``count`` of those listed), looking at most at 100,000 slots."""
+        require_aware("after", after)
+        count = require_count(count)
+        with self.store.engine.connect() as conn:
+            row = schedules.load_schedule(conn, name)
+            calendar = None if row.calendar is None else load_calendar(conn, row.calendar)
+        definition = Definition.from_columns(row._mapping)
+        anchor = row.start_at or row.anchor_at or row.created_at
+        slots = definition.timing(anchor).slots_after(after or self.clock.now())
+        return preview(slots, calendar, count)
+
+    def load(
+        self, *, start: datetime | None = None, top: int = 5, herd_at: float | None = None
+    ) -> Load:
+        """Fires per minute over the 24 hours from ``start`` (default: the start of the current
+        minute) of every enabled schedule, each at its due instant (jitter included, as beat
+        computes it); the ``top`` busiest minutes that are herds (at least ``herd_at`` fires;
+        default: twice the day's median minute and at least 10), with the schedules that make
+        them and a hint; and the day before: lag (``sent_at - slot``) p50/p99 and failed runs
+        per hour. See :mod:`celery_dbeat.core.load` for how the work stays bounded."""
+        require_aware("start", start)
+        if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= 100:
+            raise ValidationError("top", top, "must be a whole number from 0 to 100")
+        if herd_at is not None and (
+            isinstance(herd_at, bool)
+            or not isinstance(herd_at, (int, float))
+            or not 1 <= herd_at < float("inf")
+        ):
+            raise ValidationError("herd_at", herd_at, "must be a number of fires >= 1")
+        if start is None:
+            now = self.clock.now()
+            start = now.replace(second=0, microsecond=0)
+        with self.store.engine.connect() as conn:
+            return load_store.load(conn, start, top=top, herd_at=herd_at)
