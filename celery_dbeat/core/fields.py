@@ -96,7 +96,7 @@ INSTANT_HELP = "ISO-8601 with an offset, e.g. 2027-01-31T09:00:00+01:00 or ...Z"
 
 
 class _OwnArguments(TypedDict):
-    """The name, the task and the spec's columns (given as one ``schedule``): own arguments."""
+    """The name, task and spec columns (given as one ``schedule``), typed as stored."""
 
     name: Annotated[
         str,
