@@ -26,6 +26,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx_click",
     "dbeat_settings",
+    "dbeat_fields",
 ]
 
 source_suffix = {".md": "markdown"}

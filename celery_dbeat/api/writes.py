@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Row
+from typing_extensions import Unpack
 
 from ..clock import Clock
 from ..config import Settings
@@ -37,8 +38,7 @@ from ..core.audit import Action, Actor
 from ..core.counts import require_count
 from ..core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
 from ..core.errors import ConfigOwned, ScheduleNotFound, ValidationError
-from ..core.misfire import MisfirePolicy
-from ..core.overlap import OverlapPolicy
+from ..core.fields import ScheduleFields
 from ..core.specs import Spec
 from ..core.timing import require_aware
 from ..results import ScheduleInfo
@@ -102,50 +102,15 @@ class Schedules(Reads):
         task: str,
         schedule: Spec,
         *,
-        args: Any = (),
-        kwargs: Mapping[str, Any] | None = None,
-        options: Mapping[str, Any] | None = None,
-        enabled: bool = True,
-        start_at: datetime | None = None,
-        end_at: datetime | None = None,
-        max_runs: int | None = None,
-        misfire_policy: str | MisfirePolicy | None = None,
-        misfire_grace: Any = None,
-        catchup_limit: int | None = None,
-        jitter: Any = None,
-        overlap_policy: str | OverlapPolicy | None = None,
-        max_run_time: Any = None,
-        calendar: str | None = None,
-        pause_after_failures: int | None = None,
-        history_limit: int | None = None,
         actor: Actor | str | None = None,
+        **fields: Unpack[ScheduleFields],
     ) -> ScheduleInfo:
         """Store a new schedule: ``name`` runs ``task`` at the slots of ``schedule``
-        (:class:`~celery_dbeat.Cron`, :class:`~celery_dbeat.Every`, ...); every other field as
-        :meth:`Definition.create <celery_dbeat.core.definitions.Definition.create>` takes it.
-        Raises :class:`~celery_dbeat.core.errors.ValidationError` naming the first bad field,
-        or :class:`~celery_dbeat.core.errors.ScheduleExists`."""
-        definition = Definition.create(
-            name=name,
-            task=task,
-            schedule=schedule,
-            args=args,
-            kwargs=kwargs,
-            options=options,
-            enabled=enabled,
-            start_at=start_at,
-            end_at=end_at,
-            max_runs=max_runs,
-            misfire_policy=misfire_policy,
-            misfire_grace=misfire_grace,
-            catchup_limit=catchup_limit,
-            jitter=jitter,
-            overlap_policy=overlap_policy,
-            max_run_time=max_run_time,
-            pause_after_failures=pause_after_failures,
-            history_limit=history_limit,
-            calendar=calendar,
-        )
+        (:class:`~celery_dbeat.Cron`, :class:`~celery_dbeat.Every`, ...); ``fields``: every other
+        field (:class:`~celery_dbeat.core.fields.ScheduleFields`). Raises
+        :class:`~celery_dbeat.core.errors.ValidationError` naming the first bad field, or
+        :class:`~celery_dbeat.core.errors.ScheduleExists`."""
+        definition = Definition.create(name=name, task=task, schedule=schedule, **fields)
         return self.create(definition, actor=actor)
 
     def update(

@@ -6,15 +6,17 @@ Every write path (config sync, the Python API, the CLI, the admin integrations) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from typing_extensions import Unpack
+
 from .calendars import check_calendar_name
 from .durations import parse_duration
 from .errors import ValidationError
-from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, names
+from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, ScheduleFields, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
 from .specs import Cron, Every, Once, Solar, Spec, SpecFields
@@ -72,17 +74,19 @@ def _text(field_name: str, value: Any, limit: int, *, name: bool = False) -> str
     return value
 
 
-def _seconds(field_name: str, value: Any, rule: str, *, zero: bool) -> float | None:
-    """A duration field in seconds (``None`` stays ``None``); negative, or zero unless allowed,
-    is refused with ``rule``."""
+def _seconds(fields: Mapping[str, Any], key: str, *, zero: bool) -> float | None:
+    """Duration field ``key`` in seconds (``None`` stays ``None``); negative, or zero unless
+    allowed, is refused."""
+    value = fields.get(key)
     if value is None:
         return None
     try:
         seconds = parse_duration(value).total_seconds()
     except ValueError as exc:
-        raise ValidationError(field_name, value, str(exc)) from None
+        raise ValidationError(key, value, str(exc)) from None
     if seconds < 0 or (seconds == 0 and not zero):
-        raise ValidationError(field_name, value, rule)
+        rule = "must be a duration >= 0" if zero else "must be a positive duration"
+        raise ValidationError(key, value, rule)
     return seconds
 
 
@@ -115,23 +119,25 @@ def failure_note(failures: int, last_error: str | None) -> str:
     return f"{head}; last: {line}"
 
 
-def _bounded_whole(field_name: str, value: Any, least: int, most: int = MAX_WHOLE) -> None:
+def _bounded_whole(fields: Mapping[str, Any], key: str, least: int, most: int = MAX_WHOLE) -> None:
+    value = fields.get(key)
     if value is not None and (
         isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most
     ):
-        raise ValidationError(field_name, value, f"must be a whole number from {least} to {most}")
+        raise ValidationError(key, value, f"must be a whole number from {least} to {most}")
 
 
 def _choice(
-    field_name: str, value: Any, choices: type[MisfirePolicy] | type[OverlapPolicy]
+    fields: Mapping[str, Any], key: str, choices: type[MisfirePolicy] | type[OverlapPolicy]
 ) -> str | None:
+    value = fields.get(key)
     if value is None:
         return None
     try:
         return str(choices(value).value)
     except ValueError:
         allowed = ", ".join(c.value for c in choices)
-        raise ValidationError(field_name, value, f"must be one of {allowed}") from None
+        raise ValidationError(key, value, f"must be one of {allowed}") from None
 
 
 def _spec_fields(schedule: Spec | Mapping[str, Any]) -> SpecFields:
@@ -183,83 +189,43 @@ class Definition:
         name: str,
         task: str,
         schedule: Spec | Mapping[str, Any],
-        args: Sequence[Any] | str = (),
-        kwargs: Mapping[str, Any] | str | None = None,
-        options: Mapping[str, Any] | str | None = None,
-        enabled: bool = True,
-        start_at: datetime | None = None,
-        end_at: datetime | None = None,
-        max_runs: int | None = None,
-        misfire_policy: str | MisfirePolicy | None = None,
-        misfire_grace: Any = None,
-        catchup_limit: int | None = None,
-        jitter: Any = None,
-        overlap_policy: str | OverlapPolicy | None = None,
-        max_run_time: Any = None,
-        calendar: str | None = None,
-        pause_after_failures: int | None = None,
-        history_limit: int | None = None,
+        **fields: Unpack[ScheduleFields],
     ) -> Definition:
-        """Validate every field; raise :class:`ValidationError` naming the first bad one."""
+        """Validate every field; raise :class:`ValidationError` naming the first bad one.
+        ``fields``: :class:`~celery_dbeat.core.fields.ScheduleFields`."""
         _text("name", name, 200, name=True)
         _text("task", task, 255)
-        if not isinstance(enabled, bool):
-            raise ValidationError("enabled", enabled, "must be true or false")
-        _bounded_whole("max_runs", max_runs, 1)
-        _bounded_whole("catchup_limit", catchup_limit, 0, MAX_CATCHUP_LIMIT)
-        _bounded_whole("pause_after_failures", pause_after_failures, 1, MAX_PAUSE_AFTER_FAILURES)
-        _bounded_whole("history_limit", history_limit, 1, MAX_HISTORY_LIMIT)
-        policy = _choice("misfire_policy", misfire_policy, MisfirePolicy)
-        grace = _seconds("misfire_grace", misfire_grace, "must be a positive duration", zero=False)
-        overlap = _choice("overlap_policy", overlap_policy, OverlapPolicy)
-        run_limit = _seconds(
-            "max_run_time", max_run_time, "must be a positive duration", zero=False
-        )
-        spread = _seconds("jitter", jitter, "must be a duration >= 0", zero=True)
-        if calendar is not None and calendar != "":  # blank in a form: none
-            check_calendar_name(calendar, "calendar")
-        definition = cls(
-            name=name,
-            task=task,
-            spec=_spec_fields(schedule),
-            args=parse_args(list(args) if isinstance(args, tuple) else args),
-            kwargs=parse_kwargs({} if kwargs is None else kwargs),
-            options=parse_options({} if options is None else options),
-            enabled=enabled,
-            start_at=start_at,
-            end_at=end_at,
-            max_runs=max_runs,
-            misfire_policy=policy,
-            misfire_grace=grace,
-            catchup_limit=catchup_limit,
-            jitter=spread or None,
-            overlap_policy=overlap,
-            max_run_time=run_limit,
-            calendar=calendar or None,
-            pause_after_failures=pause_after_failures,
-            history_limit=history_limit,
-        )
-        definition.timing(anchor_at=start_at or _SOME_ANCHOR)
+        if not isinstance(fields.get("enabled", True), bool):
+            raise ValidationError("enabled", fields["enabled"], "must be true or false")
+        _bounded_whole(fields, "max_runs", 1)
+        _bounded_whole(fields, "catchup_limit", 0, MAX_CATCHUP_LIMIT)
+        _bounded_whole(fields, "pause_after_failures", 1, MAX_PAUSE_AFTER_FAILURES)
+        _bounded_whole(fields, "history_limit", 1, MAX_HISTORY_LIMIT)
+        calendar = fields.get("calendar")
+        kwargs, options = fields.get("kwargs"), fields.get("options")
+        checked: dict[str, Any] = {
+            **fields,
+            "misfire_policy": _choice(fields, "misfire_policy", MisfirePolicy),
+            "misfire_grace": _seconds(fields, "misfire_grace", zero=False),
+            "overlap_policy": _choice(fields, "overlap_policy", OverlapPolicy),
+            "max_run_time": _seconds(fields, "max_run_time", zero=False),
+            "jitter": _seconds(fields, "jitter", zero=True) or None,
+            # blank in a form: none
+            "calendar": None
+            if calendar in (None, "")
+            else check_calendar_name(calendar, "calendar"),
+            "spec": _spec_fields(schedule),
+            "args": parse_args(fields.get("args", [])),
+            "kwargs": parse_kwargs({} if kwargs is None else kwargs),
+            "options": parse_options({} if options is None else options),
+        }
+        definition = cls(name=name, task=task, **checked)
+        definition.timing(anchor_at=definition.start_at or _SOME_ANCHOR)
         return definition
 
     def timing(self, anchor_at: datetime) -> Timing:
-        spec = self.spec
-        return build_timing(
-            kind=spec.get("kind", ""),
-            cron=spec.get("cron"),
-            timezone=spec.get("timezone"),
-            every=spec.get("every"),
-            run_at=spec.get("run_at"),
-            anchor_at=anchor_at,
-            start_at=self.start_at,
-            end_at=self.end_at,
-            dst_gap=spec.get("dst_gap"),
-            dst_fold=spec.get("dst_fold"),
-            cron_days=spec.get("cron_days"),
-            solar_event=spec.get("solar_event"),
-            latitude=spec.get("latitude"),
-            longitude=spec.get("longitude"),
-        )
+        spec: dict[str, Any] = {name: self.spec.get(name) for name in SPEC_COLUMNS}
+        return build_timing(**spec, anchor_at=anchor_at, start_at=self.start_at, end_at=self.end_at)
 
     @classmethod
     def from_columns(cls, row: Any) -> Definition:

@@ -1,11 +1,12 @@
-"""The fields of a schedule that people set, each defined once with what every layer needs.
+"""A schedule's fields that people set, each declared once: its type and what every layer needs.
 
-:data:`FIELDS` lists them in the order every form shows them. From it come the column groups
-the store compares on an edit (:data:`~celery_dbeat.core.definitions.SPEC_COLUMNS` and the rest),
-the plain form the CLI, export and admins exchange (``definition_from_form`` parses each value
-by its :class:`Form`), and both admin forms (label, help, choices, the kind a field belongs
-to). Adding a field is an entry here, a column in ``store/models.py`` and a migration;
-``tests/unit/test_fields.py`` fails until the typed signatures and rows follow.
+:class:`ScheduleFields` declares them, and a private ``TypedDict`` the name, task and spec columns:
+each value type annotated with its :class:`Field`. :data:`FIELDS` is read from them, in the order
+every form shows them. From it come the column groups the store compares on an edit
+(:data:`~celery_dbeat.core.definitions.SPEC_COLUMNS` and the rest), the plain form the CLI, export
+and admins exchange (``definition_from_form`` parses each value by its :class:`Form`), and both
+admin forms. Adding a field is an entry here, a column in ``store/models.py`` and a migration;
+``tests/unit/test_fields.py`` fails until ``Definition`` and the rows follow.
 
 What beat itself writes (``next_run_at``, ``run_count``, ``last_error``...) is not here: it is
 state, read by beat and shown by the surfaces, never typed into a form.
@@ -14,14 +15,27 @@ state, read by beat and shown by the surfaces, never typed into a form.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Annotated, Any, TypedDict, get_type_hints
 
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
 from .timing.cron import DstFold, DstGap
 from .timing.solar import EVENTS
 
-__all__ = ["BY_NAME", "FIELDS", "KINDS", "KIND_FIELDS", "Field", "Form", "Role", "names"]
+__all__ = [
+    "BY_NAME",
+    "FIELDS",
+    "KINDS",
+    "KIND_FIELDS",
+    "Field",
+    "Form",
+    "Role",
+    "ScheduleFields",
+    "names",
+]
 
 
 class Role(enum.Enum):
@@ -49,12 +63,12 @@ class Form(enum.Enum):
 
 @dataclass(frozen=True)
 class Field:
-    name: str
     role: Role
     form: Form
-    label: str
     #: One line for a form, saying what the value is and how to type it.
     help: str
+    #: What a form calls it; blank: its name in words (``max_runs``: "Max runs").
+    label: str = ""
     #: The spec kind the field belongs to; ``None``: every kind.
     kind: str | None = None
     #: What an empty form shows; for text and JSON also what a blank value means.
@@ -66,6 +80,8 @@ class Field:
     null: str | None = None
     #: Refused blank for its kind (the spec checks the rest).
     required: bool = False
+    #: Its key in the declaration (set as :data:`FIELDS` is read from it).
+    name: str = ""
 
 
 #: The spec kinds, with what each is.
@@ -78,228 +94,272 @@ KINDS: dict[str, str] = {
 
 INSTANT_HELP = "ISO-8601 with an offset, e.g. 2027-01-31T09:00:00+01:00 or ...Z"
 
-FIELDS: tuple[Field, ...] = (
-    Field(
-        "name",
-        Role.IDENTITY,
-        Form.TEXT,
-        "Name",
-        "Unique; the fire history and the Celery task id of each fire follow it.",
-    ),
-    Field(
-        "task",
-        Role.PAYLOAD,
-        Form.TEXT,
-        "Task",
-        "The registered Celery task name, e.g. proj.tasks.report.",
-    ),
-    Field(
-        "kind",
-        Role.SPEC,
-        Form.CHOICE,
-        "Kind",
-        "Only the fields of this kind are used: the others are ignored (and hidden).",
-        default="cron",
-        choices=tuple(KINDS),
-    ),
-    Field(
-        "cron",
-        Role.SPEC,
-        Form.TEXT,
-        "Cron",
-        "5 fields (minute hour day month weekday), or 6 with seconds last; @hourly-style aliases.",
-        kind="cron",
-    ),
-    Field(
-        "timezone",
-        Role.SPEC,
-        Form.TEXT,
-        "Time zone",
-        "The IANA zone the expression is read in, such as Europe/Paris (default UTC).",
-        kind="cron",
-        default="UTC",
-    ),
-    Field(
-        "dst_gap",
-        Role.SPEC,
-        Form.CHOICE,
-        "DST gap",
-        "A slot in the spring-forward gap: fire at its end, shift it, or skip it.",
-        kind="cron",
-        choices=tuple(g.value for g in DstGap),
-        blank="default (gap_end, or skip for wildcard hours)",
-    ),
-    Field(
-        "dst_fold",
-        Role.SPEC,
-        Form.CHOICE,
-        "DST fold",
-        "A slot in the repeated fall-back hour: fire at its first, second or both occurrences.",
-        kind="cron",
-        choices=tuple(f.value for f in DstFold),
-        blank="default (first, or both for wildcard hours)",
-    ),
-    Field(
-        "cron_days",
-        Role.SPEC,
-        Form.CHOICE,
-        "Day matching",
-        "When both day fields are restricted, 'all' fires only on days matching both "
-        "(Celery's crontab).",
-        kind="cron",
-        choices=("all",),
-        blank="any (cron(8): either day field)",
-        null="any",
-    ),
-    Field(
-        "every",
-        Role.SPEC,
-        Form.DURATION,
-        "Every",
-        "Seconds, or a duration such as 30s, 5m, 1h30m.",
-        kind="interval",
-        required=True,
-    ),
-    Field("run_at", Role.SPEC, Form.INSTANT, "Run at", f"The instant. {INSTANT_HELP}", "once"),
-    Field(
-        "solar_event",
-        Role.SPEC,
-        Form.CHOICE,
-        "Event",
-        "Computed as Celery's solar schedule does, to the second; a day without it (polar day "
-        "or night) is skipped. Needs the 'solar' extra (ephem).",
-        kind="solar",
-        default="sunrise",
-        choices=tuple(EVENTS),
-        blank="(choose an event)",
-    ),
-    Field(
-        "latitude",
-        Role.SPEC,
-        Form.NUMBER,
-        "Latitude",
-        "Degrees north of the place, -90 to 90 (Paris: 48.85).",
-        kind="solar",
-    ),
-    Field(
-        "longitude",
-        Role.SPEC,
-        Form.NUMBER,
-        "Longitude",
-        "Degrees east of the place, -180 to 180 (Paris: 2.35).",
-        kind="solar",
-    ),
-    Field("args", Role.PAYLOAD, Form.JSON, "Args", "A JSON array.", default="[]"),
-    Field("kwargs", Role.PAYLOAD, Form.JSON, "Kwargs", "A JSON object.", default="{}"),
-    Field(
-        "options",
-        Role.PAYLOAD,
-        Form.JSON,
-        "Options",
-        "A JSON object of Celery publishing options (queue, exchange, routing_key, priority, "
-        "expires, headers, ...).",
-        default="{}",
-    ),
-    Field(
-        "enabled",
-        Role.SWITCH,
-        Form.FLAG,
-        "Enabled",
-        "Unticked, the schedule is paused: no slot fires.",
-        default="true",
-    ),
-    Field(
-        "start_at",
-        Role.BOUNDS,
-        Form.INSTANT,
-        "Start at",
-        f"Optional first instant (inclusive). {INSTANT_HELP}",
-    ),
-    Field(
-        "end_at",
-        Role.BOUNDS,
-        Form.INSTANT,
-        "End at",
-        f"Optional last instant (inclusive). {INSTANT_HELP}",
-    ),
-    Field(
-        "max_runs",
-        Role.PAYLOAD,
-        Form.WHOLE,
-        "Max runs",
-        "Optional: stop after this many fires.",
-    ),
-    Field(
-        "misfire_policy",
-        Role.PAYLOAD,
-        Form.CHOICE,
-        "Misfire policy",
-        "What is sent for slots missed while every beat was down.",
-        choices=tuple(p.value for p in MisfirePolicy),
-        blank="default (dbeat_misfire_policy)",
-    ),
-    Field(
-        "misfire_grace",
-        Role.PAYLOAD,
-        Form.DURATION,
-        "Misfire grace",
-        "Optional: missed slots older than this are dropped (e.g. 90m).",
-    ),
-    Field(
-        "catchup_limit",
-        Role.PAYLOAD,
-        Form.WHOLE,
-        "Catch-up limit",
-        "Optional: most fires the 'all' policy sends for one outage.",
-    ),
-    Field(
-        "jitter",
-        Role.BOUNDS,
-        Form.DURATION,
-        "Jitter",
-        "Optional: each fire is sent up to this long after its slot (e.g. 30s), at an offset "
-        "every beat computes alike.",
-    ),
-    Field(
-        "overlap_policy",
-        Role.PAYLOAD,
-        Form.CHOICE,
-        "Overlap policy",
-        "A slot due while the previous run still goes: allow sends it, skip records it as "
-        "overlap, buffer_one sends it when that run ends.",
-        choices=tuple(p.value for p in OverlapPolicy),
-        blank="default (allow)",
-    ),
-    Field(
-        "max_run_time",
-        Role.PAYLOAD,
-        Form.DURATION,
-        "Max run time",
-        "Optional: an unfinished run older than this (e.g. 2h) counts as lost and no longer "
-        "holds the overlap policy back (default dbeat_max_run_time).",
-    ),
-    Field(
-        "calendar",
-        Role.PAYLOAD,
-        Form.TEXT,
-        "Exclusion calendar",
-        "Optional: the name of a calendar (dbeat calendar list) whose dates this schedule skips.",
-    ),
-    Field(
-        "pause_after_failures",
-        Role.PAYLOAD,
-        Form.WHOLE,
-        "Pause after failures",
-        "Optional: pause the schedule after this many consecutive failed runs (needs the "
-        "worker hook); the pause note names the last error.",
-    ),
-    Field(
-        "history_limit",
-        Role.PAYLOAD,
-        Form.WHOLE,
-        "History limit",
-        "Optional: keep at most this many fires in the history, besides dbeat_history_retention.",
-    ),
+
+class _OwnArguments(TypedDict):
+    """The name, task and spec columns (given as one ``schedule``), typed as stored."""
+
+    name: Annotated[
+        str,
+        Field(
+            Role.IDENTITY,
+            Form.TEXT,
+            "Unique; the fire history and the Celery task id of each fire follow it.",
+        ),
+    ]
+    task: Annotated[
+        str,
+        Field(Role.PAYLOAD, Form.TEXT, "The registered Celery task name, e.g. proj.tasks.report."),
+    ]
+    kind: Annotated[
+        str,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "Only the fields of this kind are used: the others are ignored (and hidden).",
+            default="cron",
+            choices=tuple(KINDS),
+        ),
+    ]
+    cron: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.TEXT,
+            "5 fields (minute hour day month weekday), or 6 with seconds last; "
+            "@hourly-style aliases.",
+            kind="cron",
+        ),
+    ]
+    timezone: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.TEXT,
+            "The IANA zone the expression is read in, such as Europe/Paris (default UTC).",
+            label="Time zone",
+            kind="cron",
+            default="UTC",
+        ),
+    ]
+    dst_gap: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "A slot in the spring-forward gap: fire at its end, shift it, or skip it.",
+            label="DST gap",
+            kind="cron",
+            choices=tuple(g.value for g in DstGap),
+            blank="default (gap_end, or skip for wildcard hours)",
+        ),
+    ]
+    dst_fold: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "A slot in the repeated fall-back hour: fire at its first, second or both occurrences.",
+            label="DST fold",
+            kind="cron",
+            choices=tuple(f.value for f in DstFold),
+            blank="default (first, or both for wildcard hours)",
+        ),
+    ]
+    cron_days: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "When both day fields are restricted, 'all' fires only on days matching both "
+            "(Celery's crontab).",
+            label="Day matching",
+            kind="cron",
+            choices=("all",),
+            blank="any (cron(8): either day field)",
+            null="any",
+        ),
+    ]
+    every: Annotated[
+        float | None,
+        Field(
+            Role.SPEC,
+            Form.DURATION,
+            "Seconds, or a duration such as 30s, 5m, 1h30m.",
+            kind="interval",
+            required=True,
+        ),
+    ]
+    run_at: Annotated[
+        datetime | None, Field(Role.SPEC, Form.INSTANT, f"The instant. {INSTANT_HELP}", kind="once")
+    ]
+    solar_event: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "Computed as Celery's solar schedule does, to the second; a day without it (polar day "
+            "or night) is skipped. Needs the 'solar' extra (ephem).",
+            label="Event",
+            kind="solar",
+            default="sunrise",
+            choices=tuple(EVENTS),
+            blank="(choose an event)",
+        ),
+    ]
+    latitude: Annotated[
+        float | None,
+        Field(
+            Role.SPEC,
+            Form.NUMBER,
+            "Degrees north of the place, -90 to 90 (Paris: 48.85).",
+            kind="solar",
+        ),
+    ]
+    longitude: Annotated[
+        float | None,
+        Field(
+            Role.SPEC,
+            Form.NUMBER,
+            "Degrees east of the place, -180 to 180 (Paris: 2.35).",
+            kind="solar",
+        ),
+    ]
+
+
+class ScheduleFields(TypedDict, total=False):
+    """The keyword arguments of :meth:`Schedules.add <celery_dbeat.api.Schedules.add>` and
+    :meth:`Definition.create <celery_dbeat.core.definitions.Definition.create>` besides the name,
+    the task and the spec; one left out takes its default (``None``: not set)."""
+
+    args: Annotated[
+        Sequence[Any] | str, Field(Role.PAYLOAD, Form.JSON, "A JSON array.", default="[]")
+    ]
+    kwargs: Annotated[
+        Mapping[str, Any] | str | None,
+        Field(Role.PAYLOAD, Form.JSON, "A JSON object.", default="{}"),
+    ]
+    options: Annotated[
+        Mapping[str, Any] | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.JSON,
+            "A JSON object of Celery publishing options (queue, exchange, routing_key, priority, "
+            "expires, headers, ...).",
+            default="{}",
+        ),
+    ]
+    enabled: Annotated[
+        bool,
+        Field(
+            Role.SWITCH,
+            Form.FLAG,
+            "Unticked, the schedule is paused: no slot fires.",
+            default="true",
+        ),
+    ]
+    start_at: Annotated[
+        datetime | None,
+        Field(Role.BOUNDS, Form.INSTANT, f"Optional first instant (inclusive). {INSTANT_HELP}"),
+    ]
+    end_at: Annotated[
+        datetime | None,
+        Field(Role.BOUNDS, Form.INSTANT, f"Optional last instant (inclusive). {INSTANT_HELP}"),
+    ]
+    max_runs: Annotated[
+        int | None, Field(Role.PAYLOAD, Form.WHOLE, "Optional: stop after this many fires.")
+    ]
+    misfire_policy: Annotated[
+        MisfirePolicy | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.CHOICE,
+            "What is sent for slots missed while every beat was down.",
+            choices=tuple(p.value for p in MisfirePolicy),
+            blank="default (dbeat_misfire_policy)",
+        ),
+    ]
+    misfire_grace: Annotated[
+        float | timedelta | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.DURATION,
+            "Optional: missed slots older than this are dropped (e.g. 90m).",
+        ),
+    ]
+    catchup_limit: Annotated[
+        int | None,
+        Field(
+            Role.PAYLOAD,
+            Form.WHOLE,
+            "Optional: most fires the 'all' policy sends for one outage.",
+            label="Catch-up limit",
+        ),
+    ]
+    jitter: Annotated[
+        float | timedelta | str | None,
+        Field(
+            Role.BOUNDS,
+            Form.DURATION,
+            "Optional: each fire is sent up to this long after its slot (e.g. 30s), at an offset "
+            "every beat computes alike.",
+        ),
+    ]
+    overlap_policy: Annotated[
+        OverlapPolicy | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.CHOICE,
+            "A slot due while the previous run still goes: allow sends it, skip records it as "
+            "overlap, buffer_one sends it when that run ends.",
+            choices=tuple(p.value for p in OverlapPolicy),
+            blank="default (allow)",
+        ),
+    ]
+    max_run_time: Annotated[
+        float | timedelta | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.DURATION,
+            "Optional: an unfinished run older than this (e.g. 2h) counts as lost and no longer "
+            "holds the overlap policy back (default dbeat_max_run_time).",
+        ),
+    ]
+    calendar: Annotated[
+        str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.TEXT,
+            "Optional: the name of a calendar (dbeat calendar list) whose dates this schedule "
+            "skips.",
+            label="Exclusion calendar",
+        ),
+    ]
+    pause_after_failures: Annotated[
+        int | None,
+        Field(
+            Role.PAYLOAD,
+            Form.WHOLE,
+            "Optional: pause the schedule after this many consecutive failed runs (needs the "
+            "worker hook); the pause note names the last error.",
+        ),
+    ]
+    history_limit: Annotated[
+        int | None,
+        Field(
+            Role.PAYLOAD,
+            Form.WHOLE,
+            "Optional: keep at most this many fires in the history, besides "
+            "dbeat_history_retention.",
+        ),
+    ]
+
+
+#: Every field, in the order every form shows them.
+FIELDS: tuple[Field, ...] = tuple(
+    replace(field, name=name, label=field.label or name.replace("_", " ").capitalize())
+    for declared in (_OwnArguments, ScheduleFields)
+    for name, hint in get_type_hints(declared, include_extras=True).items()
+    for field in hint.__metadata__
 )
 
 #: Each field by its name.

@@ -1,14 +1,15 @@
-"""A schedule's fields are defined once (celery_dbeat.core.fields): every layer that spells them out
-for typing's sake (the table, the typed signatures, the rows planning and the API read) must have
-each one, and every value round-trips through the plain form that the CLI, export and admins
-exchange."""
+"""A schedule's fields are declared once (celery_dbeat.core.fields), with their types: the typed
+signatures take that declaration, and every layer that spells the fields out again for typing's
+sake (the table, a definition's attributes, the rows planning and the API read) must have each
+one, with the type the table stores; every value round-trips through the plain form that the CLI,
+export and admins exchange."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 import pytest
 
@@ -23,7 +24,17 @@ from celery_dbeat.core.definitions import (
     form_text,
 )
 from celery_dbeat.core.errors import ValidationError
-from celery_dbeat.core.fields import FIELDS, KIND_FIELDS, KINDS, Form, Role, names
+from celery_dbeat.core.fields import (
+    BY_NAME,
+    FIELDS,
+    KIND_FIELDS,
+    KINDS,
+    Form,
+    Role,
+    ScheduleFields,
+    _OwnArguments,
+    names,
+)
 from celery_dbeat.core.fires import ScheduleRow
 from celery_dbeat.core.specs import Spec, spec_from_fields
 from celery_dbeat.store.models import Schedule
@@ -36,21 +47,37 @@ def test_every_field_is_a_column_of_the_schedules_table() -> None:
     assert [name for name in FIELD_NAMES if name not in columns] == []
 
 
-def test_the_typed_signatures_take_every_field_a_definition_holds() -> None:
-    expected = {"name", *CREATE_ARGUMENTS}
+def test_the_typed_signatures_take_the_declared_fields_and_a_definition_holds_them() -> None:
+    settable = tuple(get_type_hints(ScheduleFields))
+    assert ("task", "schedule", *settable) == CREATE_ARGUMENTS
     # Schedules.add also takes who made the edit, for the audit trail.
-    for function, extra in ((Definition.create, set()), (Schedules.add, {"actor"})):
-        parameters = set(inspect.signature(function).parameters) - {"self", "cls"}
-        assert parameters == expected | extra, function.__qualname__
+    own = ["name", "task", "schedule"]
+    for function, expected in ((Definition.create, own), (Schedules.add, ["self", *own, "actor"])):
+        parameters = inspect.signature(function).parameters
+        assert [name for name in parameters if name != "fields"] == expected
+        assert parameters["fields"].kind is inspect.Parameter.VAR_KEYWORD
+        assert get_args(get_type_hints(function)["fields"]) == (ScheduleFields,)
     held = {f.name for f in dataclasses.fields(Definition)} - {"spec"}
+    assert held == {"name", "task", *settable}
     assert held == set(names(Role.IDENTITY, Role.PAYLOAD, Role.SWITCH, Role.BOUNDS))
 
 
-def test_the_rows_planning_and_the_api_read_have_every_field() -> None:
-    planned = {f.name for f in dataclasses.fields(ScheduleRow)}
-    assert set(names(Role.IDENTITY, Role.SPEC, Role.BOUNDS, Role.PAYLOAD)) - planned == set()
-    shown = {f.name for f in dataclasses.fields(ScheduleInfo)}
-    assert set(FIELD_NAMES) - set(SPEC_COLUMNS) - shown == set()
+def test_the_rows_planning_and_the_api_read_hold_each_field_as_the_table_stores_it() -> None:
+    # Mapped[str | None] -> str | None
+    stored = {name: get_args(get_type_hints(Schedule)[name])[0] for name in FIELD_NAMES}
+    own = ("name", "task", *SPEC_COLUMNS)
+    assert get_type_hints(_OwnArguments) == {name: stored[name] for name in own}
+    planned = get_type_hints(ScheduleRow)
+    expected = names(Role.IDENTITY, Role.SPEC, Role.BOUNDS, Role.PAYLOAD)
+    assert {name: planned.get(name) for name in expected} == {
+        name: stored[name] for name in expected
+    }
+    # The API reads JSON decoded, and the spec as one Spec.
+    shown = get_type_hints(ScheduleInfo)
+    expected = tuple(name for name in FIELD_NAMES if name not in SPEC_COLUMNS)
+    assert {name: shown.get(name) for name in expected} == {
+        name: Any if BY_NAME[name].form is Form.JSON else stored[name] for name in expected
+    }
 
 
 def test_each_spec_kind_has_its_fields_and_every_spec_field_a_kind() -> None:
@@ -77,7 +104,7 @@ SPECS: list[Any] = [
     pytest.param(Once(datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)), id="once"),
     pytest.param(Solar("sunset", 48.85, 2.35), id="solar"),
 ]
-EVERY_FIELD: dict[str, Any] = {
+EVERY_FIELD: ScheduleFields = {
     "args": [1, "two"],
     "kwargs": {"three": 3},
     "options": {"queue": "reports", "priority": 5},
