@@ -19,7 +19,8 @@ from .backfill import backfill
 from .calendars import calendar
 from .database import check, migrate, status, sync
 from .log import log
-from .schedules import add, history, list_, pause, preview, remove, resume, show, trigger, update
+from .reads import history, list_, preview, show
+from .schedules import add, pause, remove, resume, trigger, update
 from .transfer import export, import_
 
 __all__ = ["dbeat"]

@@ -52,6 +52,7 @@ __all__ = [
     "echo_table",
     "instant",
     "iso",
+    "json_option",
     "progress",
     "runtime",
     "seconds_text",
@@ -217,6 +218,9 @@ actor_option = click.option(
     callback=_remember_actor,
     help="Who the audit trail records as making this change (default: the OS user).",
 )
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 def runtime() -> Runtime:

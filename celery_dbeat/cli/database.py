@@ -28,6 +28,7 @@ from ._common import (
     echo_table,
     is_terminal,
     iso,
+    json_option,
     runtime,
     seconds_text,
 )
@@ -37,8 +38,6 @@ __all__ = ["check", "migrate", "status", "sync"]
 
 #: Unhealthy schedules listed by the text output (``--json`` gives all).
 UNHEALTHY_SHOWN = 20
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
 @click.command(cls=DBeatCommand)
