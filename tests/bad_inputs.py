@@ -1,5 +1,5 @@
-"""The tables of bad schedule inputs (and bad calendar fields) that every surface must reject the
-same way.
+"""The tables of bad schedule inputs (and bad posts of the admins' calendar forms) that every
+surface must reject the same way.
 
 Each case is the fields of a schedule as a user would type them (strings, as in a form or on the
 command line, where the surface allows it) plus the field the error must name and a fragment of
@@ -208,17 +208,51 @@ def bad_input_params() -> list[Any]:
     return [pytest.param(case, id=case.id) for case in BAD_INPUTS]
 
 
-#: Bad fields of a calendar form, each refused on its field with nothing stored, by both admins:
-#: ``(fields, the field the error names, a fragment of its message)``.
-BAD_CALENDAR_FIELDS = [
-    pytest.param({"dates": "2026-12-25\n25/12/2026"}, "dates", "must be YYYY-MM-DD", id="date"),
-    pytest.param({"dates": "2026-12-31..2026-12-01"}, "dates", "ends before it starts", id="range"),
-    pytest.param({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus", id="zone"),
-    pytest.param({"name": ""}, "name", "must be a non-empty calendar name", id="name"),
+@dataclass(frozen=True)
+class BadCalendarPost:
+    """A post of an admin's calendar form that is refused on one field, storing nothing."""
+
+    #: Overrides of a valid post: :data:`CALENDAR_POST`.
+    fields: dict[str, str]
+    #: The field the error is shown on, and a fragment of its message.
+    error_field: str
+    message: str
+    #: Whether a calendar of the posted name exists already (added with the same fields).
+    taken: bool = False
+
+    @property
+    def posted(self) -> dict[str, str]:
+        return {**CALENDAR_POST, **self.fields}
+
+
+CALENDAR_POST = {"name": "closures", "timezone": "UTC", "dates": "2026-12-25"}
+
+#: The calendar posts both admins refuse.
+BAD_CALENDAR_POSTS = [
     pytest.param(
-        {"description": "closed\x1b]0;owned\x07"},
-        "description",
-        "contains the control character U+001B",
+        BadCalendarPost({"dates": "2026-12-25\n25/12/2026"}, "dates", "must be YYYY-MM-DD"),
+        id="date",
+    ),
+    pytest.param(
+        BadCalendarPost({"dates": "2026-12-31..2026-12-01"}, "dates", "ends before it starts"),
+        id="range",
+    ),
+    pytest.param(
+        BadCalendarPost({"timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus"), id="zone"
+    ),
+    pytest.param(
+        BadCalendarPost({"name": ""}, "name", "must be a non-empty calendar name"), id="name"
+    ),
+    pytest.param(
+        BadCalendarPost(
+            {"description": "closed\x1b]0;owned\x07"},
+            "description",
+            "contains the control character U+001B",
+        ),
         id="description-with-a-terminal-escape",
+    ),
+    pytest.param(
+        BadCalendarPost({}, "name", "a calendar named 'closures' exists already", taken=True),
+        id="taken-name",
     ),
 ]

@@ -1,5 +1,6 @@
 """What every celery-dbeat admin shares: reads from the Django database that holds the tables,
-and the page saying what to do while they are not usable."""
+writes through the API outside Django's transaction, and the page saying what to do while the
+tables are not usable."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
 from django.contrib.admin.utils import unquote
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -100,6 +102,7 @@ class OnScheduleDatabase(admin.ModelAdmin):
     ) -> HttpResponse:
         return self.tables_missing(request) or super().changelist_view(request, extra_context)
 
+    @csrf_protect_m
     def changeform_view(
         self,
         request: HttpRequest,
@@ -107,14 +110,15 @@ class OnScheduleDatabase(admin.ModelAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        return self.tables_missing(request) or super().changeform_view(
+        return self.tables_missing(request) or self.api_changeform_view(
             request, object_id, form_url, extra_context
         )
 
+    @csrf_protect_m
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        return self.tables_missing(request) or super().delete_view(
+        return self.tables_missing(request) or self.api_delete_view(
             request, object_id, extra_context
         )
 
@@ -124,6 +128,17 @@ class OnScheduleDatabase(admin.ModelAdmin):
         return self.tables_missing(request) or super().history_view(
             request, object_id, extra_context
         )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Nothing: the API writes the whole row, which has no related rows to save."""
+
+    def adopt(self, request: HttpRequest, obj: Model, **key: Any) -> None:
+        """Make ``obj`` (unsaved by Django) the row the API wrote, found by ``key``, as Django's
+        own save would have left it."""
+        fresh = self.get_queryset(request).get(**key)
+        for field in type(obj)._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(fresh, field.attname))
+        obj._state.adding, obj._state.db = False, fresh._state.db
 
 
 class ReadOnly(OnScheduleDatabase):

@@ -15,8 +15,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.contrib.admin.options import csrf_protect_m
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
 from celery_dbeat.core.calendars import Calendar as CalendarSpec
 from celery_dbeat.core.errors import CalendarExists, CalendarNotFound, DBeatError, ValidationError
@@ -150,18 +149,6 @@ class CalendarAdmin(OnScheduleDatabase):
         actions.pop("delete_selected", None)
         return actions
 
-    @csrf_protect_m
-    def changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None = None,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        return self.tables_missing(request) or self.api_changeform_view(
-            request, object_id, form_url, extra_context
-        )
-
     def save_model(
         self, request: HttpRequest, obj: Calendar, form: CalendarForm, change: bool
     ) -> None:
@@ -188,25 +175,11 @@ class CalendarAdmin(OnScheduleDatabase):
                 )
         except DBeatError as exc:
             raise WriteRefused(str(exc)) from exc
-        fresh = self.get_queryset(request).get(name=calendar.name)
-        for field in Calendar._meta.concrete_fields:
-            setattr(obj, field.attname, getattr(fresh, field.attname))
-        obj._state.adding, obj._state.db = False, fresh._state.db
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        """Nothing: a calendar has no related rows to save."""
-
-    @csrf_protect_m
-    def delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
-    ) -> HttpResponse:
-        """The confirmation page as Django's; the confirmed deletion goes through the API, which
-        refuses a calendar still in use (the message names its schedules; nothing is deleted)."""
-        return self.tables_missing(request) or self.api_delete_view(
-            request, object_id, extra_context
-        )
+        self.adopt(request, obj, name=calendar.name)
 
     def delete_model(self, request: HttpRequest, obj: Calendar) -> None:
+        """Through the API, which refuses a calendar still in use (the message names its
+        schedules; nothing is deleted)."""
         try:
             schedules().calendars.remove(obj.name, actor=request_actor(request))
         except CalendarNotFound:

@@ -24,6 +24,7 @@ from typing import Any, NoReturn
 import sqlalchemy as sa
 from django.db import models
 
+from ...api import ScheduleInfo
 from ...core.states import schedule_state
 from ...store.models import Base
 from ...store.reading import Unreadable
@@ -130,6 +131,9 @@ class Schedule(_ScheduleColumns):
     def state(self) -> str:
         """``active``, ``paused``, ``finished`` or ``error`` (:mod:`celery_dbeat.core.states`)."""
         return schedule_state(self)
+
+    #: Whether it comes from the app's ``beat_schedule``: the API's rule, the same property.
+    from_beat_schedule = ScheduleInfo.from_beat_schedule
 
 
 _FireColumns: Any = _columns_of(

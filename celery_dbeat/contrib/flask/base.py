@@ -26,16 +26,16 @@ them): an unreadable one is ``None``, a schedule's ``last_error`` says so, and t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
 import sqlalchemy as sa
-from flask import Blueprint, abort, g, make_response, request
+from flask import Blueprint, abort, flash, g, make_response, request, url_for
 from flask.typing import ResponseReturnValue
-from flask_admin import tools
+from flask_admin import BaseView, tools
 from flask_admin.actions import action
 from flask_admin.contrib.sqla import ModelView
 from flask_admin.contrib.sqla.typefmt import (
@@ -50,7 +50,7 @@ from sqlalchemy.orm import Session, defer, scoped_session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from ...core.audit import Actor, Surface
-from ...core.errors import SchemaVersionError
+from ...core.errors import ConfigOwned, DBeatError, SchemaVersionError
 from ...core.urls import mask_url
 from ...store.database import VERSION_TABLE, check_schema
 from ...store.reading import Unreadable, chunked, read_rows_detailed
@@ -64,9 +64,12 @@ __all__ = [
     "Access",
     "AdminSession",
     "DBeatView",
+    "GuardedView",
     "SchemaProblem",
     "badge",
     "bulk_action",
+    "edit_link",
+    "flash_done",
     "schema_problem",
     "unreadable_badge",
 ]
@@ -154,6 +157,18 @@ def badge(text: str, kind: str, title: str = "") -> Markup:
     return Markup('<span class="badge badge-{}" title="{}">{}</span>').format(kind, title, text)
 
 
+def flash_done(done: str, names: Sequence[str], noun: str) -> None:
+    """Say what a bulk action did (``Paused 2 schedule(s): a, b``), if anything."""
+    if names:
+        flash(f"{done} {len(names)} {noun}(s): {', '.join(names)}", "success")
+
+
+def edit_link(view: Any, context: Any, row: Any, name: str) -> Markup:
+    """A list's formatter: the row's name, linked to its edit page."""
+    url = url_for(f"{view.endpoint}.edit_view", id=row.id)
+    return Markup('<a href="{}">{}</a>').format(url, row.name)
+
+
 def unreadable_badge(problem: Unreadable) -> Markup:
     """What a page shows in place of a value that cannot be read; the message on hover."""
     return badge("cannot be read", "danger", str(problem))
@@ -165,9 +180,49 @@ def _basic_auth_user() -> str | None:
     return None if auth is None else auth.username
 
 
-class DBeatView(ModelView):
-    """What both views share: the host's access rule, the session's lifetime, the templates, and
-    who a view's writes are recorded as."""
+class GuardedView(BaseView):
+    """What every celery-dbeat view shares, listing rows or not: the host's access rule, the page
+    saying what to do until the schema is current (:func:`schema_problem` of
+    :meth:`schema_engine`; not checked again once it is), and our templates."""
+
+    access: Access
+    _schema_current = False
+
+    def schema_engine(self) -> Engine:
+        raise NotImplementedError
+
+    def is_accessible(self) -> bool:
+        return bool(self.access.is_accessible())
+
+    def _handle_view(self, name: str, **kwargs: Any) -> ResponseReturnValue | None:
+        refused: ResponseReturnValue | None = super()._handle_view(name, **kwargs)
+        if refused is not None or self._schema_current:
+            return refused  # the access rule first: only the host's users see the database URL
+        problem = schema_problem(self.schema_engine())
+        if problem is not None:
+            return make_response(self.render(SCHEMA_TEMPLATE, dbeat_schema=problem), 503)
+        self._schema_current = True
+        return None
+
+    def inaccessible_callback(self, name: str, **kwargs: Any) -> ResponseReturnValue:
+        if self.access.on_refused is not None:
+            return self.access.on_refused()
+        abort(403)
+
+    def create_blueprint(self, admin: Any) -> Blueprint:
+        blueprint: Blueprint = super().create_blueprint(admin)
+        # Our templates first, then Flask-Admin's; the host app's own loader comes before both,
+        # so a host can override celery_dbeat/*.html.
+        loaders: list[BaseLoader] = [FileSystemLoader(TEMPLATES)]
+        if blueprint.jinja_loader is not None:
+            loaders.append(blueprint.jinja_loader)
+        blueprint.jinja_loader = ChoiceLoader(loaders)
+        return blueprint
+
+
+class DBeatView(GuardedView, ModelView):
+    """What the views of rows share: the session's lifetime, rows whose values cannot be read,
+    and who a view's writes are recorded as."""
 
     #: The logged-in user's name, for the audit trail (``None``: the HTTP basic auth user).
     actor: Callable[[], str | None] | None = None
@@ -194,7 +249,6 @@ class DBeatView(ModelView):
         url: str,
     ) -> None:
         self.access = access
-        self._schema_current = False
         table = cast(sa.Table, model.__table__)
         (self._key,) = table.primary_key.columns
         #: The instant columns, read apart from the others (:meth:`read_instants`); with a
@@ -245,6 +299,37 @@ class DBeatView(ModelView):
             return None
         return text
 
+    def selected(self, ids: Iterable[str]) -> list[Any]:
+        """The rows a bulk action's ``ids`` name, by name, read before an API call."""
+        keys = [key for key in map(self.key_of, ids) if key is not None]
+        rows: list[Any] = (
+            self.get_query().filter(self._key.in_(keys)).order_by(self.model.name).all()
+        )
+        self.read_instants(rows)
+        self.end_read()
+        return rows
+
+    def delete_with(self, model: Any, remove: Callable[..., object], noun: str) -> bool:
+        """Delete ``model`` by its name with ``remove`` (the API's), between Flask-Admin's
+        hooks; a refusal is flashed, the ``noun`` ("Schedule") naming what was not deleted."""
+        name = model.name
+        self.on_model_delete(model)
+        self.end_read()
+        try:
+            remove(name, actor=self.who())
+        except DBeatError as exc:
+            # No override here: the next beat start would create one from beat_schedule again.
+            told = exc.told(None) if isinstance(exc, ConfigOwned) else str(exc)
+            flash(f"{noun} {name!r} not deleted: {told}", "error")
+            return False
+        self.after_model_delete(model)
+        return True
+
+    def delete_selected(self, ids: Sequence[str], noun: str) -> None:
+        """The bulk delete: each through :meth:`delete_model`."""
+        deleted = [row.name for row in self.selected(ids) if self.delete_model(row)]
+        flash_done("Deleted", deleted, noun)
+
     def load(self, key: Any) -> Any:
         """The row whose primary key is ``key`` (``None`` if there is none), its instants read
         by :meth:`read_instants`."""
@@ -289,35 +374,14 @@ class DBeatView(ModelView):
             return unreadable_badge(problem)
         return super().get_detail_value(context, model, name)
 
-    # Access, schema, templates, session ------------------------------------------------------
+    # Schema, session ---------------------------------------------------------------------------
 
-    def is_accessible(self) -> bool:
-        return bool(self.access.is_accessible())
-
-    def _handle_view(self, name: str, **kwargs: Any) -> ResponseReturnValue | None:
-        refused: ResponseReturnValue | None = super()._handle_view(name, **kwargs)
-        if refused is not None or self._schema_current:
-            return refused  # the access rule first: only the host's users see the database URL
+    def schema_engine(self) -> Engine:
         bind = self.session.get_bind()
-        problem = schema_problem(bind if isinstance(bind, Engine) else bind.engine)
-        if problem is not None:
-            return make_response(self.render(SCHEMA_TEMPLATE, dbeat_schema=problem), 503)
-        self._schema_current = True
-        return None
-
-    def inaccessible_callback(self, name: str, **kwargs: Any) -> ResponseReturnValue:
-        if self.access.on_refused is not None:
-            return self.access.on_refused()
-        abort(403)
+        return bind if isinstance(bind, Engine) else bind.engine
 
     def create_blueprint(self, admin: Any) -> Blueprint:
-        blueprint: Blueprint = super().create_blueprint(admin)
-        # Our templates first, then Flask-Admin's; the host app's own loader comes before both,
-        # so a host can override celery_dbeat/*.html.
-        loaders: list[BaseLoader] = [FileSystemLoader(TEMPLATES)]
-        if blueprint.jinja_loader is not None:
-            loaders.append(blueprint.jinja_loader)
-        blueprint.jinja_loader = ChoiceLoader(loaders)
+        blueprint = super().create_blueprint(admin)
         blueprint.teardown_request(self._release_session)
         return blueprint
 

@@ -13,16 +13,15 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from flask import flash, url_for
+from flask import flash
 from flask_admin.form import SecureForm
 from flask_admin.helpers import get_form_data
-from markupsafe import Markup
 from wtforms import StringField, TextAreaField
 
 from ...api import Schedules
 from ...core.errors import CalendarExists, DBeatError, ValidationError
 from ...store.models import Calendar
-from .base import Access, AdminSession, DBeatView, bulk_action
+from .base import Access, AdminSession, DBeatView, bulk_action, edit_link
 
 __all__ = ["CALENDARS_ENDPOINT", "CalendarForm", "CalendarView"]
 
@@ -55,11 +54,6 @@ def stored_dates(row: Calendar) -> list[str]:
     return [str(d) for d in dates] if isinstance(dates, list) else [str(row.dates)]
 
 
-def _name(view: CalendarView, context: Any, row: Calendar, name: str) -> Markup:
-    url = url_for(f"{view.endpoint}.edit_view", id=row.id)
-    return Markup('<a href="{}">{}</a>').format(url, row.name)
-
-
 def _entries(view: CalendarView, context: Any, row: Calendar, name: str) -> int:
     return len(stored_dates(row))
 
@@ -79,7 +73,7 @@ class CalendarView(DBeatView):
     column_sortable_list = ("name", "timezone", "version", "updated_at")
     column_default_sort = ("name", False)
     column_searchable_list = ("name", "description")
-    column_formatters: ClassVar[dict[str, Any]] = {"name": _name, "entries": _entries}
+    column_formatters: ClassVar[dict[str, Any]] = {"name": edit_link, "entries": _entries}
 
     def __init__(
         self,
@@ -169,23 +163,9 @@ class CalendarView(DBeatView):
         return row
 
     def delete_model(self, model: Calendar) -> bool:
-        name = model.name
-        self.on_model_delete(model)
-        self.end_read()
-        try:
-            self.schedules.calendars.remove(name, actor=self.who())
-        except DBeatError as exc:
-            flash(f"Calendar {name!r} not deleted: {exc}", "error")
-            return False
-        self.after_model_delete(model)
-        return True
+        """Through the API, which refuses a calendar that schedules name (and names them)."""
+        return self.delete_with(model, self.schedules.calendars.remove, "Calendar")
 
     @bulk_action("delete", "Delete", "Delete the selected calendars?")
     def action_delete(self, ids: Sequence[str]) -> None:
-        keys = [key for key in map(self.key_of, ids) if key is not None]
-        rows: list[Calendar] = (
-            self.get_query().filter(Calendar.id.in_(keys)).order_by(Calendar.name).all()
-        )
-        deleted = [row.name for row in rows if self.delete_model(row)]
-        if deleted:
-            flash(f"Deleted {len(deleted)} calendar(s): {', '.join(deleted)}", "success")
+        self.delete_selected(ids, "calendar")

@@ -1,16 +1,13 @@
 """The schedules view: list with search and filters, create and edit forms (with a preview of
-the next slots and the registered task names as suggestions), delete, the pause, resume and
-run-now bulk actions, and backfill (a page of its own: the range, then each one's report)."""
+the next slots and the registered task names as suggestions). Its writes (saves, delete, the
+bulk actions, backfill) are :class:`~.schedule_writes.ScheduleWrites`, which it inherits."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeAlias, cast
 
 import sqlalchemy as sa
-from flask import abort, flash, redirect, request, url_for
-from flask_admin import expose
 from flask_admin.contrib.sqla import filters as sqla_filters
 from flask_admin.form import rules
 from flask_admin.helpers import get_form_data
@@ -18,31 +15,18 @@ from markupsafe import Markup
 from wtforms import BooleanField
 
 from ...api import Schedules
-from ...core.definitions import (
-    MAX_PAUSE_NOTE,
-    TIMING_COLUMNS,
-    definition_from_form,
-    form_text,
-    pause_note,
-)
-from ...core.errors import ConfigOwned, DBeatError, ScheduleExists, ValidationError
+from ...core.definitions import MAX_PAUSE_NOTE, TIMING_COLUMNS, form_text
+from ...core.errors import ConfigOwned, DBeatError
 from ...core.fields import KINDS
-from ...core.formats import parse_instant
 from ...core.overlap import OverlapPolicy
 from ...core.states import STATES, schedule_state, state_note
 from ...store.models import Schedule
 from ...store.schedules import CONFIG_ORIGIN, state_expression
-from ...task_names import unknown_task_warning
-from .base import SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge, bulk_action
-from .display import (
-    instant,
-    local_instant,
-    next_run,
-    overlap_summary,
-    spec_summary,
-)
-from .forms import BackfillForm, ScheduleForm, field_of, form_data, schedule_form_rules
+from .base import SCHEDULES_ENDPOINT, Access, AdminSession, badge, edit_link
+from .display import instant, local_instant, next_run, overlap_summary, spec_summary
+from .forms import ScheduleForm, schedule_form_rules
 from .history import FireView
+from .schedule_writes import FORCE_FIELD, PAUSE_NOTE_FIELD, ScheduleWrites
 
 __all__ = ["ScheduleView", "StateFilter", "TaskNames"]
 
@@ -69,11 +53,6 @@ class StateFilter(sqla_filters.BaseSQLAFilter):
 
     def operation(self) -> str:
         return "is"
-
-
-def _name(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
-    url = url_for(f"{view.endpoint}.edit_view", id=row.id)
-    return Markup('<a href="{}">{}</a>').format(url, row.name)
 
 
 def _spec(view: ScheduleView, context: Any, row: Schedule, name: str) -> str:
@@ -107,22 +86,6 @@ def _state(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup
     )
 
 
-#: The list page's note box, sent with the action form (``schedule_list.html``).
-PAUSE_NOTE_FIELD = "pause_note"
-
-
-def admin_pause_note() -> str:
-    """The note of a pause made from the admin: the one typed in the list page's note box, as the
-    API checks it (raises :class:`ValidationError` naming ``note``); left empty, one that says
-    where it came from and, when the request was authenticated, by whom."""
-    typed = pause_note(str(request.form.get(PAUSE_NOTE_FIELD, "")).strip() or None)
-    if typed is not None:
-        return typed
-    auth = request.authorization
-    user = (auth.username if auth is not None else None) or request.remote_user
-    return f"paused from the admin by {user}" if user else "paused from the admin"
-
-
 def _last_error(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
     error = row.last_error or ""
     short = error if len(error) <= 80 else error[:79] + "…"
@@ -131,10 +94,6 @@ def _last_error(view: ScheduleView, context: Any, row: Schedule, name: str) -> M
 
 def _history(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
     return Markup('<a href="{}">history</a>').format(view.history.history_url(row.name))
-
-
-#: The edit form's box that forces an edit of a schedule from beat_schedule (shown on theirs only).
-FORCE_FIELD = "force"
 
 
 class _ForceBox(rules.Field):
@@ -147,14 +106,8 @@ class _ForceBox(rules.Field):
         return super().__call__(form, form_opts, field_args)
 
 
-def _definition_text(row: Schedule) -> dict[str, Any]:
-    """What a sync of beat_schedule puts back: every field of the form but ``enabled``."""
-    return {key: value for key, value in form_text(row).items() if key != "enabled"}
-
-
-class ScheduleView(DBeatView):
-    """Schedules: list, search, filters, create and edit forms, delete, pause/resume/run now,
-    backfill."""
+class ScheduleView(ScheduleWrites):
+    """Schedules: list, search, filters, create and edit forms; the writes are inherited."""
 
     can_view_details = False
     form = ScheduleForm
@@ -165,7 +118,6 @@ class ScheduleView(DBeatView):
     pause_note_length = MAX_PAUSE_NOTE
     create_template = "celery_dbeat/schedule_create.html"
     edit_template = "celery_dbeat/schedule_edit.html"
-    backfill_template = "celery_dbeat/backfill.html"
     column_list = (
         "name",
         "task",
@@ -204,7 +156,7 @@ class ScheduleView(DBeatView):
         ),
     )
     column_formatters: ClassVar[dict[str, Any]] = {
-        "name": _name,
+        "name": edit_link,
         "spec": _spec,
         "state": _state,
         "next_run_at": _next_run,
@@ -254,74 +206,6 @@ class ScheduleView(DBeatView):
         if obj is None or obj.origin != CONFIG_ORIGIN:
             del form[FORCE_FIELD]
         return form
-
-    def create_model(self, form: Any) -> Schedule | bool:
-        try:
-            definition = definition_from_form(form_data(form))
-            self.end_read()
-            with self._told_here():
-                info = self.schedules.create(definition, actor=self.who())
-        except DBeatError as exc:
-            self._not_saved(form, exc)
-            return False
-        self._check_task(definition.task)
-        model = self.load(info.id)
-        self.after_model_change(form, model, True)
-        return model if model is not None else True
-
-    def update_model(self, form: Any, model: Schedule) -> bool:
-        box = getattr(form, FORCE_FIELD, None)
-        before = _definition_text(model)
-        try:
-            definition = definition_from_form(form_data(form))
-            self.end_read()
-            with self._told_here():
-                self.schedules.replace(
-                    model.name,
-                    definition,
-                    force=box is not None and bool(box.data),
-                    actor=self.who(),
-                )
-        except DBeatError as exc:
-            self._not_saved(form, exc)
-            return False
-        self._check_task(definition.task)
-        self.load(model.id)  # the same object, read again
-        if model.origin == CONFIG_ORIGIN and _definition_text(model) != before:
-            flash(f"Saved, but {ConfigOwned.forced(model.name)}.", "warning")
-        self.after_model_change(form, model, False)
-        return True
-
-    def _not_saved(
-        self, form: Any, exc: DBeatError, *, field: str | None = None, saved: bool = False
-    ) -> None:
-        text = str(exc)
-        if field is None and isinstance(exc, ValidationError):
-            field = field_of(exc)
-        elif field is None and isinstance(exc, ScheduleExists):
-            field = "name"
-        elif isinstance(exc, ConfigOwned):
-            text = exc.told(ConfigOwned.TICK_EDIT_ANYWAY)
-            has_box = getattr(form, FORCE_FIELD, None) is not None
-            field = field or (FORCE_FIELD if has_box else None)
-        if field is not None:
-            form[field].errors = [*form[field].errors, text]
-        prefix = "Saved, except" if saved else "Schedule not saved"
-        flash(f"{prefix}: {text}", "error")
-
-    def _told_here(self) -> AbstractContextManager[None]:
-        """Around a save: with task names, this view warns about an unknown task itself
-        (:meth:`_check_task`), so the API (given the app by ``Schedules.from_app``) does not log
-        it a second time."""
-        return (
-            nullcontext() if self.task_names is None else self.schedules.quiet_about_unknown_tasks()
-        )
-
-    def _check_task(self, task: str) -> None:
-        """Warn, after a save, about a task name this app has not registered."""
-        known = None if self.task_names is None else self.task_names()
-        if known is not None and task not in known:
-            flash(f"Saved, but {unknown_task_warning([task], known=known)}.", "warning")
 
     def render(self, template: str, **kwargs: Any) -> str:
         model = kwargs.get("model")
@@ -373,136 +257,6 @@ class ScheduleView(DBeatView):
         except (DBeatError, LookupError, ValueError) as exc:
             overview["preview_error"] = str(exc)
         return overview
-
-    # Deletes and bulk actions ------------------------------------------------------------------
-
-    def delete_model(self, model: Schedule) -> bool:
-        """Delete through the API, which refuses a schedule from beat_schedule (the admin offers
-        no override: the next beat start would create it again)."""
-        name = model.name
-        self.on_model_delete(model)
-        self.end_read()
-        try:
-            self.schedules.remove(name, actor=self.who())
-        except ConfigOwned as exc:
-            flash(f"Schedule {name!r} not deleted: {exc.told(None)}", "error")
-            return False
-        except DBeatError as exc:
-            flash(f"Schedule {name!r} not deleted: {exc}", "error")
-            return False
-        self.after_model_delete(model)
-        return True
-
-    def _selected(self, ids: Iterable[str]) -> list[Schedule]:
-        keys = [key for key in map(self.key_of, ids) if key is not None]
-        rows: list[Schedule] = (
-            self.get_query().filter(Schedule.id.in_(keys)).order_by(Schedule.name).all()
-        )
-        self.read_instants(rows)
-        self.end_read()
-        return rows
-
-    def _each(self, ids: Sequence[str], call: Callable[..., object]) -> list[str]:
-        """Call ``call`` with each selected schedule's name (and the actor); flash each failure;
-        return the names it succeeded for."""
-        done: list[str] = []
-        actor = self.who()
-        for row in self._selected(ids):
-            try:
-                call(row.name, actor=actor)
-            except DBeatError as exc:
-                flash(f"{row.name}: {exc}", "error")
-            else:
-                done.append(row.name)
-        return done
-
-    def _flash_done(self, text: str, done: list[str]) -> None:
-        if done:
-            flash(f"{text} {len(done)} schedule(s): {', '.join(done)}", "success")
-
-    @bulk_action("delete", "Delete", "Delete the selected schedules and their fire history?")
-    def action_delete(self, ids: Sequence[str]) -> None:
-        deleted = [row.name for row in self._selected(ids) if self.delete_model(row)]
-        if deleted:
-            flash(f"Deleted {len(deleted)} schedule(s): {', '.join(deleted)}", "success")
-
-    @bulk_action("pause", "Pause", "Pause the selected schedules?")
-    def action_pause(self, ids: Sequence[str]) -> None:
-        """Pause with the note typed in the list page's box, else one naming the user; a note
-        the API refuses pauses nothing."""
-        try:
-            note = admin_pause_note()
-        except ValidationError as exc:
-            flash(f"Nothing paused: {exc}", "error")
-            return
-        done = self._each(
-            ids, lambda name, actor: self.schedules.pause(name, note=note, actor=actor)
-        )
-        self._flash_done("Paused", done)
-
-    @bulk_action(
-        "resume", "Resume", "Resume the selected schedules? Slots missed while paused are not sent."
-    )
-    def action_resume(self, ids: Sequence[str]) -> None:
-        self._flash_done("Resumed", self._each(ids, self.schedules.resume))
-
-    @bulk_action("trigger", "Run now", "Send the selected schedules' tasks once now?")
-    def action_trigger(self, ids: Sequence[str]) -> None:
-        done = self._each(ids, self.schedules.trigger)
-        if not done:
-            return
-        listed = f"{len(done)} schedule(s): {', '.join(done)}"
-        beats = [beat.name for beat in self.schedules.live_beats()]
-        if beats:
-            flash(
-                f"Run now: {listed} (a running beat sends them now: {', '.join(beats)}).", "success"
-            )
-        else:
-            waiting = self.schedules.no_beat_running("each is")
-            flash(f"Run now recorded for {listed}, but {waiting}.", "warning")
-
-    @bulk_action("backfill", "Backfill")
-    def action_backfill(self, ids: Sequence[str]) -> Any:
-        return redirect(
-            url_for(".backfill_view", id=[i for i in ids if self.key_of(i) is not None])
-        )
-
-    @expose("/backfill/", methods=("GET", "POST"))
-    def backfill_view(self) -> Any:
-        """The selected schedules (``?id=``), a range, then each one's report: the slots
-        queued (or, dry run, that would be) and those already sent or on their way."""
-        if not self.can_edit:
-            abort(403)
-        rows = self._selected(request.args.getlist("id"))
-        if not rows:
-            flash("Backfill: select the schedules to backfill first.", "warning")
-            return redirect(self.get_url(".index_view"))
-        form = BackfillForm(request.form)
-        if request.method == "POST" and form.validate():
-            start, end = parse_instant(form.start.data), parse_instant(form.end.data)
-            for row in rows:
-                try:
-                    report = self.schedules.backfill(
-                        row.name,
-                        start,
-                        end,
-                        limit=form.limit.data,
-                        dry_run=form.dry_run.data,
-                        resend=form.resend.data,
-                        actor=self.who(),
-                    )
-                except DBeatError as exc:
-                    flash(f"{row.name}: {exc}", "error")
-                else:
-                    flash(report.summary(), "success" if report.queued else "info")
-            if not form.dry_run.data:
-                return redirect(self.get_url(".index_view"))
-        return self.render(
-            self.backfill_template,
-            form=form,
-            rows=rows,
-            return_url=self.get_url(".index_view"),
-        )
 
 
 def _task_names(names: TaskNames | None) -> Callable[[], list[str]] | None:

@@ -11,7 +11,8 @@ import pytest
 from celery_dbeat import Cron
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.errors import CalendarNotFound
-from tests.bad_inputs import BAD_CALENDAR_FIELDS
+from tests.bad_inputs import BAD_CALENDAR_POSTS, CALENDAR_POST, BadCalendarPost
+from tests.calendar_forms import LISTED, NEW_CALENDAR, STORED, add_listed, calendar_in_use, stored
 from tests.integration.django.support import (
     ADD,
     ADMIN,
@@ -37,37 +38,21 @@ def calendar_pk(name: str) -> int:
 def test_the_list_shows_each_calendar_with_its_zone_and_count_of_dates(
     client: Any, api: Any
 ) -> None:
-    api.calendars.add(
-        "uk-holidays", timezone="Europe/London", dates="2026-12-25,2026-12-28..2026-12-31"
-    )
-    api.calendars.add("none-yet", description="to fill")
+    add_listed(api)
 
     response = client.get(CALENDARS)
 
-    assert listed(response) == ["none-yet", "uk-holidays"]
+    assert listed(response) == [name for name, *_ in LISTED]
     page = text_of(response)
     assert "Europe/London" in page
-    assert "to fill" in page
+    assert "bank holidays" in page
 
 
 def test_a_calendar_added_in_the_form_is_stored_by_the_api(client: Any, api: Any) -> None:
-    response = client.post(
-        f"{CALENDARS}add/",
-        {
-            "name": "closures",
-            "timezone": "Europe/Paris",
-            "description": "office closed",
-            "dates": "2026-12-25\n2026-12-24, 2026-08-01..2026-08-15",
-        },
-    )
+    response = client.post(f"{CALENDARS}add/", NEW_CALENDAR)
 
     assert response.status_code == 302, form_errors(response)
-    stored = api.calendars.get("closures")
-    assert (stored.timezone, stored.description, stored.dates) == (
-        "Europe/Paris",
-        "office closed",
-        ["2026-08-01..2026-08-15", "2026-12-24..2026-12-25"],
-    )
+    assert stored(api, "closures") == STORED
 
 
 def test_a_change_replaces_the_dates_keeps_the_name_and_bumps_the_version(
@@ -90,35 +75,25 @@ def test_a_change_replaces_the_dates_keeps_the_name_and_bumps_the_version(
         api.calendars.get("other")
 
 
-@pytest.mark.parametrize(("fields", "field", "message"), BAD_CALENDAR_FIELDS)
-def test_a_bad_field_is_refused_on_that_field_and_nothing_is_stored(
-    client: Any, api: Any, fields: dict[str, str], field: str, message: str
+@pytest.mark.parametrize("case", BAD_CALENDAR_POSTS)
+def test_a_bad_post_is_refused_on_its_field_and_nothing_is_stored(
+    client: Any, api: Any, case: BadCalendarPost
 ) -> None:
-    posted = {"name": "closures", "timezone": "UTC", "dates": "2026-12-25", **fields}
+    if case.taken:
+        api.calendars.add(**CALENDAR_POST)
+    before = api.calendars.list()
 
-    errors = form_errors(client.post(f"{CALENDARS}add/", posted))
+    errors = form_errors(client.post(f"{CALENDARS}add/", case.posted))
 
-    assert list(errors) == [field]
-    assert message in errors[field][0]
-    assert api.calendars.list() == []
-
-
-def test_a_taken_name_is_refused_on_the_name(client: Any, api: Any) -> None:
-    api.calendars.add("closures", dates="2026-12-25")
-
-    errors = form_errors(
-        client.post(f"{CALENDARS}add/", {"name": "closures", "timezone": "UTC", "dates": ""})
-    )
-
-    assert errors == {"name": ["a calendar named 'closures' exists already"]}
-    assert api.calendars.get("closures").dates == ["2026-12-25"]
+    assert list(errors) == [case.error_field]
+    assert case.message in errors[case.error_field][0]
+    assert api.calendars.list() == before
 
 
 def test_a_calendar_in_use_is_not_deleted_and_the_message_names_its_schedules(
     client: Any, api: Any
 ) -> None:
-    api.calendars.add("closures", dates="2026-12-25")
-    api.add("report", "t.report", Cron("0 9 * * *"), calendar="closures")
+    calendar_in_use(api)
     url = f"{CALENDARS}{calendar_pk('closures')}/delete/"
     assert client.get(url).status_code == 200  # Django's confirmation page
 

@@ -11,7 +11,8 @@ import pytest
 from celery_dbeat import Cron
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.errors import CalendarNotFound
-from tests.bad_inputs import BAD_CALENDAR_FIELDS
+from tests.bad_inputs import BAD_CALENDAR_POSTS, CALENDAR_POST, BadCalendarPost
+from tests.calendar_forms import LISTED, NEW_CALENDAR, STORED, add_listed, calendar_in_use, stored
 from tests.integration.flask.helpers import Browser, field_errors, flashes, rows
 from tests.integration.flask.test_schedules import form, schedule_id
 
@@ -28,45 +29,23 @@ def calendar_id(admin: Browser, name: str) -> str:
 def test_the_list_shows_each_calendar_with_its_zone_dates_and_version(
     api: Schedules, admin: Browser
 ) -> None:
-    api.calendars.add(
-        "uk-holidays",
-        timezone="Europe/London",
-        dates=["2026-12-25", "2026-12-28..2026-12-31"],
-        description="bank holidays",
-    )
-    api.calendars.add("none-yet")
+    add_listed(api)
 
     listed = rows(admin.get(CALENDARS))
 
     assert [
         (r["name"], r["timezone"], r["entries"], r["description"], r["version"]) for r in listed
-    ] == [
-        ("none-yet", "UTC", "0", "", "1"),
-        ("uk-holidays", "Europe/London", "2", "bank holidays", "1"),
-    ]
+    ] == [(name, zone, str(len(dates)), text, "1") for name, zone, dates, text in LISTED]
     assert listed[1]["updated_at"].startswith("2024-05-06")
 
 
 def test_a_calendar_created_in_the_form_is_stored_by_the_api(
     api: Schedules, admin: Browser
 ) -> None:
-    page = admin.post(
-        f"{CALENDARS}new/",
-        {
-            "name": "closures",
-            "timezone": "Europe/Paris",
-            "description": "office closed",
-            "dates": "2026-12-25\n2026-12-24, 2026-08-01..2026-08-15\n",
-        },
-    )
+    page = admin.post(f"{CALENDARS}new/", NEW_CALENDAR)
 
     assert not [f for f in flashes(page) if f.startswith("danger")], flashes(page)
-    stored = api.calendars.get("closures")
-    assert (stored.timezone, stored.description, stored.dates) == (
-        "Europe/Paris",
-        "office closed",
-        ["2026-08-01..2026-08-15", "2026-12-24..2026-12-25"],
-    )
+    assert stored(api, "closures") == STORED
 
 
 def test_an_edit_replaces_the_dates_and_bumps_the_version(api: Schedules, admin: Browser) -> None:
@@ -95,34 +74,26 @@ def test_a_rename_is_refused_on_the_name(api: Schedules, admin: Browser) -> None
         api.calendars.get("other")
 
 
-@pytest.mark.parametrize(("fields", "field", "message"), BAD_CALENDAR_FIELDS)
-def test_a_bad_field_is_refused_on_that_field_and_nothing_is_stored(
-    api: Schedules, admin: Browser, fields: dict[str, str], field: str, message: str
+@pytest.mark.parametrize("case", BAD_CALENDAR_POSTS)
+def test_a_bad_post_is_refused_on_its_field_and_nothing_is_stored(
+    api: Schedules, admin: Browser, case: BadCalendarPost
 ) -> None:
-    posted = {"name": "closures", "timezone": "UTC", "dates": "2026-12-25", **fields}
+    if case.taken:
+        api.calendars.add(**CALENDAR_POST)
+    before = api.calendars.list()
 
-    page = admin.post(f"{CALENDARS}new/", posted)
+    page = admin.post(f"{CALENDARS}new/", case.posted)
 
-    (error,) = field_errors(page, field)
-    assert message in error
+    (error,) = field_errors(page, case.error_field)
+    assert case.message in error
     assert any(f.startswith("danger: Calendar not saved") for f in flashes(page))
-    assert api.calendars.list() == []
-
-
-def test_a_taken_name_is_refused_on_the_name(api: Schedules, admin: Browser) -> None:
-    api.calendars.add("closures", dates="2026-12-25")
-
-    page = admin.post(f"{CALENDARS}new/", {"name": "closures", "timezone": "UTC", "dates": ""})
-
-    assert field_errors(page, "name") == ["a calendar named 'closures' exists already"]
-    assert api.calendars.get("closures").dates == ["2026-12-25"]
+    assert api.calendars.list() == before
 
 
 def test_a_calendar_in_use_is_not_deleted_and_the_refusal_names_its_schedules(
     api: Schedules, admin: Browser
 ) -> None:
-    api.calendars.add("closures", dates="2026-12-25")
-    api.add("report", "t.report", Cron("0 9 * * *"), calendar="closures")
+    calendar_in_use(api)
     key = calendar_id(admin, "closures")
 
     page = admin.post(f"{CALENDARS}delete/", {"id": key, "url": CALENDARS})
