@@ -36,6 +36,7 @@ __all__ = [
     "UNREADABLE",
     "Unreadable",
     "chunked",
+    "named_rows",
     "read_rows",
     "read_rows_detailed",
     "unreadable_message",
@@ -137,6 +138,14 @@ def read_rows_detailed(
     for chunk in chunked(ids):
         _read(conn, query, key, list(chunk), found, problems)
     return [found[i] for i in ids if i in found], problems
+
+
+def named_rows(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
+    """The schedules of ``names`` that exist (:func:`read_rows`, in chunks)."""
+    rows: list[Row[Any]] = []
+    for chunk in chunked(names):
+        rows += read_rows(conn, sa.select(S).where(S.c.name.in_(chunk)))[0]
+    return rows
 
 
 def unreadable_values(
