@@ -24,7 +24,7 @@ sets a task the Celery app does not register (when the API knows the app:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -57,6 +57,9 @@ from .store.audit import Entry
 from .store.backfill import BackfillReport
 from .store.calendars import load_calendar
 from .store.health import unhealthy_candidates
+from .store.reading import Unreadable, named_rows, unreadable_values
+from .store.reconcile import ORIGINS
+from .store.sync import SyncReport, apply_definitions
 from .task_names import warn_unknown_tasks
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "ScheduleHealth",
     "ScheduleInfo",
     "Schedules",
+    "SyncReport",
     "preview_spec",
 ]
 
@@ -668,6 +672,64 @@ class Schedules:
             audit.record_rows(conn, self._actor(actor), Action.CREATE, now, [], names)
         self._warn_unknown_tasks(batch)
         return len(batch)
+
+    def apply(
+        self,
+        definitions: Iterable[Definition],
+        *,
+        origin: str = schedules.API_ORIGIN,
+        dry_run: bool = False,
+        disable_missing: bool = False,
+        actor: Actor | str | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> SyncReport:
+        """Bring the schedules of the definitions' names in line with them, as a file import
+        and the importers do (``origin="api"``) and beat's ``beat_schedule`` sync
+        (``origin="config"``, ``disable_missing=True``: the config's schedules not named are
+        disabled); :mod:`celery_dbeat.store.reconcile` states what each name becomes, and which
+        are left alone as ``conflicts``. One transaction per 500 definitions, one wake-up of the
+        beats. ``progress``: called with the number of definitions of each 500 once applied.
+        Raises ``ValidationError`` naming the schedule, before writing anything, for a
+        definition :meth:`check` refuses."""
+        if origin not in ORIGINS:
+            raise ValidationError("origin", origin, f"must be one of {', '.join(ORIGINS)}")
+        if disable_missing and origin != schedules.CONFIG_ORIGIN:
+            raise ValidationError("disable_missing", True, "applies to origin='config' only")
+        batch = builtins.list(definitions)
+        for definition in batch:
+            try:
+                self.check(definition)
+            except ValidationError as exc:
+                raise ValidationError(
+                    exc.field, exc.value, f"{exc.problem} (schedule {definition.name!r})"
+                ) from None
+        report = apply_definitions(
+            self.store,
+            batch,
+            self._now,
+            origin=origin,
+            actor=self._actor(actor),
+            dry_run=dry_run,
+            disable_missing=disable_missing,
+            progress=progress,
+        )
+        written = {*report.created, *report.updated}
+        if self.notifier is not None and not dry_run and (written or report.disabled):
+            self.notifier.notify()
+        self._warn_unknown_tasks(d for d in batch if d.name in written)
+        return report
+
+    def find(self, names: Iterable[str]) -> dict[str, ScheduleInfo]:
+        """The schedules of ``names`` that exist, by name (not every schedule, as :meth:`list`)."""
+        with self.store.engine.connect() as conn:
+            rows = named_rows(conn, builtins.list(names))
+        return {row.name: ScheduleInfo.from_row(row) for row in rows}
+
+    def unreadable(self, ids: Iterable[int], columns: Sequence[str]) -> dict[int, Unreadable]:
+        """Of the schedules ``ids``, those whose ``columns`` hold a stored value that cannot be
+        read, and which (such a schedule reads with them empty, ``last_error`` saying why)."""
+        with self.store.engine.connect() as conn:
+            return unreadable_values(conn, builtins.list(ids), columns)
 
 
 #: What ``update`` may change (``enabled`` has pause and resume).
