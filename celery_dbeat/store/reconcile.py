@@ -104,6 +104,8 @@ def _decide(
     retime = timing or revived or row.last_error is not None or (toggled and d.enabled)
     if retime:  # also when disabling: the old slot must not fire after a resume with catch-up
         values.update(retimed(d, row, now))
+    if row.last_error is not None and row.last_slot is None:
+        values["last_slot"] = None  # a value that cannot be read (read as NULL) is replaced
     if toggled and not d.enabled:
         values["enabled"] = False
         if row.enabled:
