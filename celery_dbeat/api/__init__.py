@@ -10,6 +10,7 @@ from ..core.load import Load
 from ..results import BeatInfo, FireInfo, ScheduleInfo
 from ..store.audit import Entry
 from ..store.backfill import BackfillReport
+from ..store.sync import SyncReport
 from .calendars import Calendar, Calendars
 from .session import Session
 from .writes import Schedules, preview_spec
@@ -29,5 +30,6 @@ __all__ = [
     "ScheduleInfo",
     "Schedules",
     "Session",
+    "SyncReport",
     "preview_spec",
 ]

@@ -4,6 +4,7 @@ the load picture, each in one read-only connection of its own."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from ..core.calendars import PreviewSlot, preview
@@ -20,6 +21,7 @@ from ..store import load as load_store
 from ..store.audit import Entry
 from ..store.calendars import load_calendar
 from ..store.health import unhealthy_candidates
+from ..store.reading import Unreadable, named_rows, unreadable_values
 from .session import Session
 
 __all__ = ["Reads"]
@@ -178,3 +180,15 @@ class Reads(Session):
             start = now.replace(second=0, microsecond=0)
         with self.store.engine.connect() as conn:
             return load_store.load(conn, start, top=top, herd_at=herd_at)
+
+    def find(self, names: Iterable[str]) -> dict[str, ScheduleInfo]:
+        """The schedules of ``names`` that exist, by name (not every schedule, as :meth:`list`)."""
+        with self.store.engine.connect() as conn:
+            rows = named_rows(conn, builtins.list(names))
+        return {row.name: ScheduleInfo.from_row(row) for row in rows}
+
+    def unreadable(self, ids: Iterable[int], columns: Sequence[str]) -> dict[int, Unreadable]:
+        """Of the schedules ``ids``, those whose ``columns`` hold a stored value that cannot be
+        read, and which (such a schedule reads with them empty, ``last_error`` saying why)."""
+        with self.store.engine.connect() as conn:
+            return unreadable_values(conn, builtins.list(ids), columns)

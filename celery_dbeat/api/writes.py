@@ -44,6 +44,8 @@ from ..core.timing import require_aware
 from ..results import ScheduleInfo
 from ..store import Store, audit, backfill, fires, schedules
 from ..store.backfill import BackfillReport
+from ..store.reconcile import ORIGINS
+from ..store.sync import SyncReport, apply_definitions
 from .calendars import Calendars
 from .reads import Reads
 
@@ -328,6 +330,48 @@ class Schedules(Reads):
             audit.record_rows(w.conn, w.actor, Action.CREATE, w.now, [], names)
         self.warn_unknown_tasks(batch)
         return len(batch)
+
+    def apply(
+        self,
+        definitions: Iterable[Definition],
+        *,
+        origin: str = schedules.API_ORIGIN,
+        dry_run: bool = False,
+        disable_missing: bool = False,
+        actor: Actor | str | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> SyncReport:
+        """Bring the schedules of the definitions' names in line with them, as a file import
+        and the importers do (``origin="api"``) and beat's ``beat_schedule`` sync
+        (``origin="config"``, ``disable_missing=True``: the config's schedules not named are
+        disabled); :mod:`celery_dbeat.store.reconcile` states what each name becomes, and which
+        are left alone as ``conflicts``. One transaction per 500 definitions, one wake-up of the
+        beats. ``progress``: called with the number of definitions of each 500 once applied.
+        Raises ``ValidationError`` naming the schedule, before writing anything, for a
+        definition :meth:`check` refuses."""
+        if origin not in ORIGINS:
+            raise ValidationError("origin", origin, f"must be one of {', '.join(ORIGINS)}")
+        if disable_missing and origin != schedules.CONFIG_ORIGIN:
+            raise ValidationError("disable_missing", True, "applies to origin='config' only")
+        batch = builtins.list(definitions)
+        for definition in batch:
+            with _naming(definition.name):
+                self.check(definition)
+        report = apply_definitions(
+            self.store,
+            batch,
+            self.now,
+            origin=origin,
+            actor=self.who(actor),
+            dry_run=dry_run,
+            disable_missing=disable_missing,
+            progress=progress,
+        )
+        written = {*report.created, *report.updated}
+        if self.notifier is not None and not dry_run and (written or report.disabled):
+            self.notifier.notify()
+        self.warn_unknown_tasks(d for d in batch if d.name in written)
+        return report
 
 
 #: What ``update`` may change (``enabled`` has pause and resume).

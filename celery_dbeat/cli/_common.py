@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import sqlalchemy as sa
@@ -64,7 +64,6 @@ EXIT_NOT_FOUND = 3  # no schedule has that name
 EXIT_DATABASE = 4  # the database cannot be reached, or its schema is missing or unknown
 EXIT_CHANGED = 5  # another writer changed the schedule meanwhile; running it again may succeed
 
-T = TypeVar("T")
 UTC = timezone.utc
 
 #: Form fields whose command-line option is not spelt like the field (named in errors).
@@ -294,15 +293,15 @@ def is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
-def progress(items: Sequence[T], label: str, each: Callable[[T], None]) -> None:
-    """Run ``each`` over ``items`` with a progress bar on a terminal, silently otherwise."""
-    if not is_terminal() or len(items) < 2:
-        for item in items:
-            each(item)
+@contextmanager
+def progress(length: int, label: str) -> Iterator[Callable[[int], object] | None]:
+    """On a terminal, a progress bar of ``length`` steps, advanced by the callable given;
+    ``None`` otherwise (or for less than two steps)."""
+    if not is_terminal() or length < 2:
+        yield None
         return
-    with click.progressbar(items, label=label, file=sys.stderr) as bar:
-        for item in bar:
-            each(item)
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update
 
 
 def instant(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:

@@ -1,10 +1,8 @@
 """``export`` and ``import``: schedules as a JSON or YAML file of plain forms, and ``import
 --from`` another scheduler (django-celery-beat, RedBeat; :mod:`celery_dbeat.importers`).
 
-The file is ``{"version": 1, "schedules": [form, ...]}`` where each form is
-:func:`~celery_dbeat.core.definitions.definition_to_form` of a schedule, read back with
-:func:`~celery_dbeat.core.definitions.definition_from_form`. Export -> import -> export gives the
-same file, and importing a file twice changes nothing the second time. So does importing a source
+The file is :mod:`._documents`'s. Export -> import -> export gives the same file, and importing
+a file twice changes nothing the second time. So does importing a source
 twice: its entries become the same definitions each time.
 
 A schedule whose ``run_at``, ``start_at`` or ``end_at`` holds a value that cannot be read
@@ -19,28 +17,24 @@ schedule is exported as usual.
 
 from __future__ import annotations
 
-import functools
-import importlib
-import json
-from collections.abc import Mapping
+from collections.abc import Collection
 from typing import IO, Any
 
 import click
 import sqlalchemy as sa
 
-from ..api import ScheduleInfo, Schedules
+from ..api import ScheduleInfo, Schedules, SyncReport
 from ..clock import SystemClock
 from ..core.audit import Surface
-from ..core.definitions import Definition, definition_from_form, definition_to_form
+from ..core.definitions import Definition, definition_to_form
 from ..core.errors import ConfigOwned, ValidationError
 from ..core.fields import FIELDS, Form
 from ..core.timing.cron import load_zone
 from ..core.urls import mask_url
 from ..importers import SourceRead, SourceUnavailable
-from ..importers.plan import ACTIONS, Step, expected_next, next_text, plan, timing_notes
+from ..importers.plan import ACTIONS, expected_next, next_text, plan, settle, timing_notes
 from ..store.database import create_engine
-from ..store.models import S
-from ..store.reading import Unreadable, unreadable_values
+from ..store.reading import Unreadable
 from ..task_names import app_task_warning, unknown_tasks
 from ._common import (
     CommandError,
@@ -52,107 +46,20 @@ from ._common import (
     progress,
     runtime,
 )
+from ._documents import (
+    FORMAT_VERSION,
+    FORMATS,
+    dump,
+    file_format,
+    load_document,
+    parse,
+    yaml_module,
+)
 from ._forms import FIELD_OF_OPTION, definition_of, spec_of
 from ._warnings import warn_unknown_tasks
 from .calendar_transfer import calendar_form, import_calendars, parse_calendars
 
-__all__ = ["FORMAT_VERSION", "export", "import_"]
-
-FORMAT_VERSION = 1
-FORMATS = ("json", "yaml")
-
-
-def _yaml() -> Any:
-    try:
-        return importlib.import_module("yaml")
-    except ModuleNotFoundError:
-        raise CommandError(
-            "YAML needs PyYAML: pip install 'celery-dbeat[yaml]' (or use JSON)"
-        ) from None
-
-
-@functools.cache
-def _loader() -> Any:
-    """PyYAML's safe loader, refusing anchors and aliases.
-
-    An alias is a reference, so a few hundred bytes of nested aliases (a "billion laughs")
-    stand for billions of values, which validating the schedule would walk and serialise. An
-    export never writes them; refusing the first anchor or alias keeps a file's cost to its size.
-    """
-    yaml = _yaml()
-
-    def compose_node(loader: Any, parent: Any, index: Any) -> Any:
-        event = loader.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
-            raise yaml.composer.ComposerError(
-                None,
-                None,
-                f"found {sign}{event.anchor}: YAML anchors and aliases are not accepted",
-                event.start_mark,
-            )
-        return yaml.SafeLoader.compose_node(loader, parent, index)
-
-    return type("ImportLoader", (yaml.SafeLoader,), {"compose_node": compose_node})
-
-
-@functools.cache
-def _dumper() -> Any:
-    """PyYAML's safe dumper, writing a value seen twice out in full rather than as an alias,
-    which :func:`_loader` would refuse."""
-    yaml = _yaml()
-    return type("ExportDumper", (yaml.SafeDumper,), {"ignore_aliases": lambda _self, _data: True})
-
-
-def _format(given: str | None, file: IO[Any]) -> str:
-    if given:
-        return given
-    name = str(getattr(file, "name", ""))
-    return "yaml" if name.endswith((".yaml", ".yml")) else "json"
-
-
-def dump(document: Mapping[str, Any], fmt: str) -> str:
-    if fmt == "yaml":
-        text: str = _yaml().dump(
-            dict(document),
-            Dumper=_dumper(),
-            sort_keys=False,
-            allow_unicode=True,
-            default_flow_style=False,
-        )
-        return text
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-def load(text: str, fmt: str, source: str) -> list[Any]:
-    """The list of forms in a file's text; refuses anything that is not such a document."""
-    return load_document(text, fmt, source)[0]
-
-
-def load_document(text: str, fmt: str, source: str) -> tuple[list[Any], list[Any]]:
-    """The forms and the calendars (``[]`` if none) of a file's text."""
-    try:
-        document = _yaml().load(text, Loader=_loader()) if fmt == "yaml" else json.loads(text)
-    except RecursionError:
-        raise CommandError(f"{source}: nested too deeply to read") from None
-    except ValueError as exc:  # json.JSONDecodeError
-        raise CommandError(f"{source}: not valid JSON: {exc}") from None
-    except Exception as exc:  # yaml.YAMLError: PyYAML is optional, so not importable here
-        if type(exc).__module__.startswith("yaml"):
-            raise CommandError(f"{source}: not valid YAML: {exc}") from None
-        raise
-    calendars: Any = []
-    if isinstance(document, Mapping):
-        version = document.get("version", FORMAT_VERSION)
-        if version != FORMAT_VERSION:
-            raise CommandError(f"{source}: version={version!r}: this celery-dbeat reads version 1")
-        calendars = document.get("calendars", [])
-        document = document.get("schedules")
-    if not isinstance(document, list):
-        raise CommandError(f'{source}: expected {{"version": 1, "schedules": [...]}}')
-    if not isinstance(calendars, list):
-        raise CommandError(f"{source}: calendars: expected a list of calendars")
-    return document, calendars
+__all__ = ["export", "import_"]
 
 
 @click.command("export", cls=DBeatCommand)
@@ -162,7 +69,7 @@ def load_document(text: str, fmt: str, source: str) -> tuple[list[Any], list[Any
 @click.option("--search", metavar="TEXT", help="Only names or tasks containing TEXT.")
 def export(file: IO[str], fmt: str | None, search: str | None) -> None:
     """Write every schedule (or those matching --search) to FILE (default: stdout)."""
-    fmt = _format(fmt, file)
+    fmt = file_format(fmt, file)
     with runtime().schedules() as schedules:
         infos = schedules.list(search=search)
         unreadable = _unreadable(schedules, infos)
@@ -185,7 +92,7 @@ def export(file: IO[str], fmt: str | None, search: str | None) -> None:
                 f"schedule {info.name!r} cannot be exported: nested too deeply"
             ) from None
     if fmt == "yaml":
-        _yaml()  # fail before the file is created
+        yaml_module()  # fail before the file is created
     document: dict[str, Any] = {"version": FORMAT_VERSION, "schedules": forms}
     if calendars:
         document["calendars"] = calendars
@@ -202,10 +109,7 @@ def _unreadable(schedules: Schedules, infos: list[ScheduleInfo]) -> dict[int, Un
     """Of ``infos``, those whose definition holds an instant that cannot be read. Such a row
     reads with the message in ``last_error``, so only rows in error are looked at again."""
     suspects = [info.id for info in infos if info.last_error is not None]
-    if not suspects:
-        return {}
-    with schedules.store.engine.connect() as conn:
-        return unreadable_values(conn, S, suspects, DEFINITION_INSTANTS)
+    return schedules.unreadable(suspects, DEFINITION_INSTANTS) if suspects else {}
 
 
 def _option(column: str) -> str:
@@ -235,56 +139,10 @@ def _unreadable_message(infos: list[ScheduleInfo], unreadable: dict[int, Unreada
     )
 
 
-def _parse(entries: list[Any], source: str) -> list[Definition]:
-    definitions: list[Definition] = []
-    seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        where = f"{source}: schedules[{index}]"
-        if not isinstance(entry, Mapping):
-            raise CommandError(f"{where}: expected an object of schedule fields")
-        try:
-            definition = definition_from_form(entry)
-        except ValidationError as exc:
-            raise CommandError(f"{where} ({entry.get('name')!r}): {exc}") from None
-        except RecursionError:
-            raise CommandError(f"{where}: nested too deeply") from None
-        if definition.name in seen:
-            raise CommandError(f"{where}: name {definition.name!r} appears twice")
-        seen.add(definition.name)
-        definitions.append(definition)
-    return definitions
-
-
-def _action(definition: Definition, current: ScheduleInfo | None) -> str:
-    """``created``, ``updated`` or ``unchanged``: what importing ``definition`` does."""
-    if current is None:
-        return "created"
-    try:
-        same = definition_of(current).columns() == definition.columns()
-    except ValidationError:
-        same = False  # a bad stored row is overwritten
-    # A finished schedule cannot be resumed; its enabled flag is left as it is.
-    toggle = current.enabled != definition.enabled and current.state != "finished"
-    return "unchanged" if same and not toggle else "updated"
-
-
-def _apply(
-    schedules: Schedules, definition: Definition, current: ScheduleInfo | None
-) -> ScheduleInfo:
-    if current is None:
-        return schedules.create(definition)
-    return schedules.replace(definition.name, definition)
-
-
-def _quietly(schedules: Schedules, changes: list[Any], each: Any) -> None:
-    """Run ``each`` over ``changes``, waking the beats once for all of them, not once each."""
-    notifier, schedules.notifier = schedules.notifier, None
-    try:
-        progress(changes, "importing", each)
-    finally:
-        if notifier is not None:
-            notifier.notify()
-            schedules.notifier = notifier
+def _apply(schedules: Schedules, definitions: list[Definition], dry_run: bool) -> SyncReport:
+    """:meth:`Schedules.apply`, with a progress bar on a terminal when it writes."""
+    with progress(0 if dry_run else len(definitions), "importing") as advance:
+        return schedules.apply(definitions, dry_run=dry_run, progress=advance)
 
 
 SOURCES = ("django-celery-beat", "redbeat")
@@ -371,10 +229,9 @@ def import_(
 
 def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -> None:
     source = "<stdin>" if file.name == "<stdin>" else file.name
-    forms, calendar_forms = load_document(file.read(), _format(fmt, file), source)
-    definitions = _parse(forms, source)
+    forms, calendar_forms = load_document(file.read(), file_format(fmt, file), source)
+    definitions = parse(forms, source)
     calendars = parse_calendars(calendar_forms, source)
-    report: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     state = runtime()
     with state.schedules(surface=Surface.IMPORT) as schedules:
         for index, definition in enumerate(definitions):  # all checked before any is written
@@ -384,33 +241,29 @@ def _import_file(file: IO[str], fmt: str | None, dry_run: bool, as_json: bool) -
                 raise CommandError(
                     f"{source}: schedules[{index}] ({definition.name!r}): {exc}"
                 ) from None
-        current = {info.name: info for info in schedules.list()}
-        planned = [(d, _action(d, current.get(d.name))) for d in definitions]
-        for definition, action in planned:
-            report[action].append(definition.name)
-            info = current.get(definition.name)
-            if action == "updated" and info is not None and info.from_beat_schedule:
-                try:  # refused by the API (beat_schedule puts it back): before any write
-                    schedules.check_replace(definition.name, definition)
-                except ConfigOwned as exc:
-                    raise CommandError(f"{source}: {exc.told(None)}") from None
+        result = schedules.apply(definitions, dry_run=True)
+        if result.conflicts:  # refused by the API (beat_schedule puts it back): before any write
+            raise CommandError(f"{source}: {ConfigOwned(result.conflicts[0]).told(None)}")
         # Checked against the file's and the database's calendars, then written first.
         calendar_report = import_calendars(schedules, calendars, definitions, source, dry_run)
-        changes = [(d, current.get(d.name)) for d, action in planned if action != "unchanged"]
-        if changes and not dry_run:
-            _quietly(schedules, changes, lambda change: _apply(schedules, *change))
+        if not dry_run and (result.created or result.updated):
+            result = _apply(schedules, definitions, dry_run)
+    report = {key: getattr(result, key) for key in ACTIONS[:3]}
     if as_json:
         unknown = unknown_tasks(state.app, definitions)
         extra = {"calendars": calendar_report} if calendars else {}
         echo_json(dict(report, dry_run=dry_run, unknown_tasks=unknown, **extra))
-        return
-    counts = ", ".join(f"{key} {len(names)}" for key, names in report.items())
-    verb = "would import" if dry_run else "imported"
-    if calendars:
-        made = ", ".join(f"{key} {len(names)}" for key, names in calendar_report.items())
-        click.echo(f"{verb} {len(calendars)} calendars from {source}: {made}")
-    click.echo(f"{verb} {len(definitions)} schedules from {source}: {counts}")
-    warn_unknown_tasks(state.app, definitions, err=False)
+    else:
+        counts = ", ".join(f"{key} {len(names)}" for key, names in report.items())
+        verb = "would import" if dry_run else "imported"
+        if calendars:
+            made = ", ".join(f"{key} {len(names)}" for key, names in calendar_report.items())
+            click.echo(f"{verb} {len(calendars)} calendars from {source}: {made}")
+        click.echo(f"{verb} {len(definitions)} schedules from {source}: {counts}")
+        warn_unknown_tasks(state.app, definitions, err=False)
+    for name, why in result.refused.items():
+        click.echo(f"not imported, the database refused it: {name}: {why}", err=True)
+    _refused(result.refused)
 
 
 # --from: another scheduler's schedules -------------------------------------------------------
@@ -475,17 +328,10 @@ def _describe(definition: Definition) -> str:
 def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
     state = runtime()
     with state.schedules(surface=Surface.IMPORT) as schedules:
-        current = {info.name: info for info in schedules.list()}
-        steps = plan(
-            read, current, set(state.app.conf.beat_schedule or {}), _action, schedules.check
-        )
-        changes = [step for step in steps if step.action in ("created", "updated")]
-
-        def write(step: Step) -> None:
-            step.stored = _apply(schedules, step.definition, step.current)
-
-        if changes and not dry_run:
-            _quietly(schedules, changes, write)
+        steps = plan(read, set(state.app.conf.beat_schedule or {}), schedules.check)
+        imported = [step.definition for step in steps if not step.action]
+        result = _apply(schedules, imported, dry_run)
+        settle(steps, result, schedules.find(d.name for d in imported), dry_run)
     now = SystemClock().now()
     report: dict[str, Any] = {key: [] for key in ACTIONS[:3]}
     report.update(skipped={}, refused={}, notes={}, next_run_at={})
@@ -530,12 +376,16 @@ def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
         counts = ", ".join(f"{key} {len(report[key])}" for key in ACTIONS)
         verb = "would import (dry run, nothing written)" if dry_run else "imported"
         click.echo(f"{verb} {len(imported)} schedules from {read.source}: {counts}")
-    if refused:
-        shown = ", ".join(repr(name) for name in refused[:5]) + (
-            ", ..." if len(refused) > 5 else ""
-        )
-        count = "1 entry" if len(refused) == 1 else f"{len(refused)} entries"
-        raise CommandError(f"{count} cannot be imported (see the reasons above): {shown}")
+    _refused(refused)
+
+
+def _refused(names: Collection[str]) -> None:
+    """Exit 1 naming the entries that could not be imported (their reasons said above)."""
+    if names:
+        shown = ", ".join(repr(name) for name in list(names)[:5])
+        more = ", ..." if len(names) > 5 else ""
+        count = "1 entry" if len(names) == 1 else f"{len(names)} entries"
+        raise CommandError(f"{count} cannot be imported (see the reasons above): {shown}{more}")
 
 
 def _readable(info: ScheduleInfo | None) -> Definition | None:

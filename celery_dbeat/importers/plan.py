@@ -1,26 +1,27 @@
-"""What importing a source does to each entry, decided before anything is written; no I/O.
+"""What importing a source does to each entry, and what its report says of it; no I/O.
 
-Each entry becomes one :class:`Step`: ``created``, ``updated`` or ``unchanged`` (compared with the
-schedule of that name, if any), ``skipped`` (not the user's to import, or a name owned by
-``beat_schedule``) or ``refused`` (celery-dbeat cannot represent it). :func:`timing_notes` then
-says where celery-dbeat's next fire differs from the source's, and why.
+Each entry becomes one :class:`Step`: ``created``, ``updated`` or ``unchanged`` (what
+:meth:`Schedules.apply <celery_dbeat.api.Schedules.apply>` did with it), ``skipped`` (not the
+user's to import, or a name owned by ``beat_schedule``) or ``refused`` (celery-dbeat cannot
+represent it). :func:`timing_notes` then says where celery-dbeat's next fire differs from the
+source's, and why.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from ..api import ScheduleInfo
+from ..api import ScheduleInfo, SyncReport
 from ..core.definitions import TIMING_COLUMNS, Definition
 from ..core.errors import ValidationError
 from ..core.formats import seconds_text
 from ..core.misfire import MisfirePolicy, MisfireRules
-from ..store.schedules import API_ORIGIN
+from ..store.schedules import CONFIG_ORIGIN
 from .base import Imported, SourceRead
 
-__all__ = ["ACTIONS", "Step", "expected_next", "next_text", "plan", "timing_notes"]
+__all__ = ["ACTIONS", "Step", "expected_next", "next_text", "plan", "settle", "timing_notes"]
 
 #: The actions, in report order.
 ACTIONS = ("created", "updated", "unchanged", "skipped", "refused")
@@ -32,7 +33,7 @@ class Step:
     action: str
     #: Why it is skipped or refused.
     reason: str | None = None
-    #: The celery-dbeat schedule of that name before the import.
+    #: The celery-dbeat schedule of that name before the import (known on a dry run).
     current: ScheduleInfo | None = None
     #: The schedule as written (``None`` on a dry run, or when nothing is written).
     stored: ScheduleInfo | None = None
@@ -48,21 +49,16 @@ class Step:
 
 
 def plan(
-    read: SourceRead,
-    current: Mapping[str, ScheduleInfo],
-    config_names: Collection[str],
-    action: Callable[[Definition, ScheduleInfo | None], str],
-    check: Callable[[Definition], object],
+    read: SourceRead, config_names: Collection[str], check: Callable[[Definition], object]
 ) -> list[Step]:
-    """A step per entry. ``config_names``: the app's ``beat_schedule`` (beat syncs those itself);
-    ``action``: ``created``, ``updated`` or ``unchanged`` for a definition and its schedule;
-    ``check``: raises ``ValidationError`` for a definition the writes would refuse
+    """A step per entry; those to import have no action yet (:func:`settle` gives it).
+    ``config_names``: the app's ``beat_schedule`` (beat syncs those itself); ``check``: raises
+    ``ValidationError`` for a definition the writes would refuse
     (:meth:`Schedules.check <celery_dbeat.api.Schedules.check>`: the app's ``accept_content``),
     which is then refused with that reason rather than failing the import half-way."""
     steps: list[Step] = []
     seen: set[str] = set()
     for entry in read.entries:
-        info = current.get(entry.name)
         if entry.refused is not None:
             steps.append(Step(entry, "refused", entry.refused))
         elif entry.skipped is not None:
@@ -72,21 +68,42 @@ def plan(
         elif entry.name in config_names:
             reason = "it is in this app's beat_schedule, which celery-dbeat's beat syncs itself"
             steps.append(Step(entry, "skipped", reason))
-        elif info is not None and info.origin != API_ORIGIN:
-            reason = (
-                f"the celery-dbeat schedule of that name belongs to beat_schedule ({info.origin})"
-            )
-            steps.append(Step(entry, "skipped", reason, info))
         else:
             assert entry.definition is not None
             try:
                 check(entry.definition)
             except ValidationError as exc:
-                steps.append(Step(entry, "refused", str(exc), info))
+                steps.append(Step(entry, "refused", str(exc)))
             else:
-                steps.append(Step(entry, action(entry.definition, info), current=info))
+                steps.append(Step(entry, ""))
         seen.add(entry.name)
     return steps
+
+
+def settle(
+    steps: Sequence[Step], report: SyncReport, stored: Mapping[str, ScheduleInfo], dry_run: bool
+) -> None:
+    """Give each step to import its action from what applying its definition did (``report``):
+    ``created``, ``updated``, ``unchanged``, ``skipped`` (the schedule of that name belongs to
+    ``beat_schedule``) or ``refused`` (by the database). ``stored``: the schedules of those
+    names as read after the apply (before it, on a dry run)."""
+    actions = {name: key for key in ACTIONS[:3] for name in getattr(report, key)}
+    for step in steps:
+        if step.action:
+            continue
+        if step.name in actions:
+            step.action = actions[step.name]
+            if dry_run:
+                step.current = stored.get(step.name)
+            else:
+                step.stored = stored.get(step.name)
+        elif step.name in report.refused:
+            step.action, step.reason = "refused", report.refused[step.name]
+        else:
+            step.action = "skipped"
+            step.reason = (
+                f"the celery-dbeat schedule of that name belongs to beat_schedule ({CONFIG_ORIGIN})"
+            )
 
 
 def _same_timing(definition: Definition, old: Definition | None) -> bool:

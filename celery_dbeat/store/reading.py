@@ -16,7 +16,7 @@ ids (a few queries per bad row), and each bad row's columns are tried one by one
 
 Beat and the management API read schedules this way; the Flask admin reads schedules and fires
 this way too (:func:`read_rows_detailed`, which says which columns), and ``dbeat export`` asks
-:func:`unreadable_values` which rows it cannot write out.
+:func:`unreadable_values` (through the API) which rows it cannot write out.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "UNREADABLE",
     "Unreadable",
     "chunked",
+    "named_rows",
     "read_rows",
     "read_rows_detailed",
     "unreadable_message",
@@ -139,15 +140,23 @@ def read_rows_detailed(
     return [found[i] for i in ids if i in found], problems
 
 
+def named_rows(conn: Connection, names: Sequence[str]) -> list[Row[Any]]:
+    """The schedules of ``names`` that exist (:func:`read_rows`, in chunks)."""
+    rows: list[Row[Any]] = []
+    for chunk in chunked(names):
+        rows += read_rows(conn, sa.select(S).where(S.c.name.in_(chunk)))[0]
+    return rows
+
+
 def unreadable_values(
-    conn: Connection, table: sa.Table, ids: Sequence[int], columns: Sequence[str]
+    conn: Connection, ids: Sequence[int], columns: Sequence[str]
 ) -> dict[int, Unreadable]:
-    """Of the rows ``ids`` of ``table``, those whose ``columns`` hold a value that cannot be
-    read, and which."""
-    query = sa.select(table.c.id, *(table.c[name] for name in columns))
+    """Of the schedules ``ids``, those whose ``columns`` hold a value that cannot be read, and
+    which."""
+    query = sa.select(S.c.id, *(S.c[name] for name in columns))
     problems: dict[int, Unreadable] = {}
     for chunk in chunked(ids):
-        _, found = read_rows_detailed(conn, query.where(table.c.id.in_(chunk)), key=table.c.id)
+        _, found = read_rows_detailed(conn, query.where(S.c.id.in_(chunk)))
         problems.update(found)
     return problems
 

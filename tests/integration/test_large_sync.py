@@ -60,7 +60,7 @@ def test_a_sync_slower_than_the_idle_in_transaction_limit_still_completes(
         time.sleep(0.001)  # the work of one entry on a slow host
         return new_row(*args)
 
-    monkeypatch.setattr("celery_dbeat.store.sync.new_row", slow_row)
+    monkeypatch.setattr("celery_dbeat.store.reconcile.new_row", slow_row)
     entries = 4 * CHUNK  # 2 s of work in all; half a second per transaction
     definitions = [
         Definition.create(name=f"entry-{i:05d}", task="t.bulk", schedule=Every(60))

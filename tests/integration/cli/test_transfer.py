@@ -15,7 +15,7 @@ import yaml
 from celery.schedules import crontab
 
 from celery_dbeat.api import Schedules
-from celery_dbeat.cli.transfer import dump, load
+from celery_dbeat.cli._documents import dump, load
 from celery_dbeat.core.errors import ConfigOwned
 from tests.integration.cli.conftest import Cli, make_app, migrated
 
