@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from celery.utils.log import get_logger
 
 from ..clock import SharedClock
@@ -36,6 +35,7 @@ from ..config import Settings
 from ..core.fires import PublishRequest
 from ..core.validation import parse_args, parse_kwargs, parse_options
 from ..store import Store
+from ..store.failures import DRIVER_ERRORS
 from .metrics import Metrics
 
 __all__ = ["PublishAhead", "Publisher", "Publishing", "log_fire"]
@@ -172,7 +172,7 @@ class Publishing:
                 now,
                 now if hand_back else now + self.settings.lock_ttl,
             )
-        except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+        except DRIVER_ERRORS as exc:
             logger.warning("dbeat: could not extend the leases of fires being published: %s", exc)
             return None
         lost = len(remaining) - len(kept)

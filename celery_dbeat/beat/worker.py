@@ -36,8 +36,8 @@ from celery.utils.log import get_logger
 from ..clock import Outage
 from ..config import Settings, mask_url
 from ..core.fires import RunStatus
-from ..store.database import create_engine
-from ..store.runs import RunEvent, record_runs
+from ..store import Store
+from ..store.runs import RunEvent
 
 __all__ = ["CAPACITY", "RunRecorder", "recorder_for"]
 
@@ -71,7 +71,7 @@ class RunRecorder:
         flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
         self.database_url = database_url
-        self.engine = create_engine(database_url, engine_options)
+        self.store = Store(database_url, engine_options=engine_options)
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.dropped = 0
@@ -119,7 +119,7 @@ class RunRecorder:
         if not batch:
             return True
         try:
-            recorded = record_runs(self.engine, batch)
+            recorded = self.store.record_runs(batch)
         except Exception as exc:  # the thread must go on whatever the driver raises
             with self._lock:
                 # Put them back in front of anything that arrived meanwhile, within capacity.
@@ -161,7 +161,7 @@ class RunRecorder:
         self._stopped = True
         self._wake.set()
         self._thread.join(timeout)
-        self.engine.dispose()
+        self.store.close()
 
     def _run(self) -> None:
         backoff = self.flush_interval
