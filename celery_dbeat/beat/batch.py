@@ -1,8 +1,7 @@
-"""The on-time batch: claim up to ``batch_size`` due schedules, plan them, claim their fires'
-locks, record the fires and the schedules' next slots in the claim's transaction, and publish
-(steps 2-7 of :mod:`.ticker`'s algorithm). A batch is bounded by the fires it records
-(``batch_size``, halved while batches take long) and by time (a share of the lease), not by the
-schedules it claims: the rows it claimed but did not plan stay due for the next batch."""
+"""The on-time batch: claim due schedules, plan them, claim their fires' locks, record the fires
+and the schedules' next slots in the claim's transaction, and publish (steps 2-6 of
+:mod:`.ticker`'s algorithm, and its batch bounds); ``batch_size`` halves while batches take
+long."""
 
 from __future__ import annotations
 

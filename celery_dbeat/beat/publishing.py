@@ -1,7 +1,7 @@
 """Publishing recorded fires within their lease, and the log line of every fire decision.
 
 A fire is recorded (PENDING) with a lease: until it ends, the recording beat alone may publish it;
-after, any beat takes it over (:meth:`Ticker.recover_pending`). :class:`Publishing` keeps that
+after, any beat takes it over (:meth:`.Recorded.recover_pending`). :class:`Publishing` keeps that
 promise whatever the batch size, the broker's speed or the host's:
 
 * a publish never starts once most of the lease is gone (the beat was paused, the host stalled):

@@ -2,9 +2,10 @@
 
 One tick (see README "How a fire is published exactly once"):
 
-1. Every ``max_interval`` at most, take over recorded fires whose recording beat did not publish
-   them within their lease (it died or was paused) and publish them with their recorded task id;
-   publish buffered fires whose previous run finished; prune old history.
+1. Every ``max_interval`` at most, write this beat's heartbeat, publish buffered fires whose
+   previous run finished and prune old history (:mod:`.upkeep`, :mod:`.recorded`). Take over
+   recorded fires whose recording beat did not publish them within their lease (it died or was
+   paused), and run-now fires, and publish them with their recorded task id (:mod:`.recorded`).
 2. Open a transaction and lock up to ``batch_size`` due schedules (``next_run_at <= now``), skipping
    rows another beat has locked: those that came due while beats ran first, then those every
    beat missed (so after a long outage, a schedule already planned in the first pass over the
@@ -17,12 +18,13 @@ One tick (see README "How a fire is published exactly once"):
    Commit. From here the fire cannot be lost: if this beat dies, step 1 of any beat publishes it.
 6. Publish each fire with its deterministic task id, unless this beat was paused so long that its
    lease ran out (then step 1 of some beat owns it), and mark it SENT; the lease is extended
-   while it publishes (:mod:`.publishing`).
+   while it publishes (:mod:`.publishing`). Steps 2-6 are :mod:`.batch`'s.
 7. Repeat 2-6 while more is due, then, with the time left before the next on-time fire, publish
    queued slots (catch-up of policy ``all``, backfill; a schedule's catch-up is recorded in step 5
    as one queued run, see :mod:`celery_dbeat.store.queue`), oldest first, in chunks of what this
-   beat publishes in a fraction of a second; then sleep until the earliest ``next_run_at``, at
-   most ``max_interval``.
+   beat publishes in a fraction of a second (:mod:`.recorded`); then sleep until the earliest
+   ``next_run_at``, at most ``max_interval``. A database outage or refusal backs off
+   (:mod:`.outages`).
 
 A batch is bounded by the fires it records (``batch_size``) and by time (a share of the lease),
 not by the schedules it claims: the rows it claimed but did not plan stay due for the next batch.
