@@ -37,6 +37,7 @@ from ..clock import Outage
 from ..config import Settings, mask_url
 from ..core.fires import RunStatus
 from ..store import Store
+from ..store.failures import driver_message
 from ..store.runs import RunEvent
 
 __all__ = ["CAPACITY", "RunRecorder", "recorder_for"]
@@ -131,7 +132,7 @@ class RunRecorder:
                 logger.warning(
                     "dbeat: cannot record task runs in %s, keeping them to retry: %s",
                     mask_url(self.database_url),
-                    _first_line(exc),
+                    driver_message(exc),
                 )
             return False
         for pause in recorded.paused:
@@ -149,7 +150,7 @@ class RunRecorder:
                 "dbeat: the run of task %r cannot be recorded, %s refused it: %s",
                 run.task_id,
                 mask_url(self.database_url),
-                _first_line(run.error),
+                driver_message(run.error),
             )
         took = self._database.recovered()
         if took is not None:
@@ -172,11 +173,6 @@ class RunRecorder:
             if self._stopped:
                 return
             backoff = self.flush_interval if ok else min(backoff * 2, _MAX_BACKOFF)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc)
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _recorders: dict[tuple[int, int], RunRecorder] = {}
