@@ -16,7 +16,8 @@ from sqlalchemy.engine import Engine
 from .config import Settings
 from .core.errors import SchemaVersionError
 from .store import Store
-from .store.database import check_schema, database_findings
+from .store.database import check_schema
+from .store.engine import database_findings
 
 __all__ = [
     "Finding",

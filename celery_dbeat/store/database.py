@@ -42,7 +42,6 @@ __all__ = [
     "Store",
     "check_schema",
     "create_engine",
-    "database_findings",
     "driver_message",
     "is_auth_failure",
     "is_conflict",
@@ -172,45 +171,6 @@ def migrate(engine: Engine, revision: str = "head") -> str:
         new = _current(connection)
     assert new is not None
     return new
-
-
-def database_findings(engine: Engine) -> list[tuple[str, str]]:
-    """``(level, message)`` pairs about server settings that could corrupt stored instants."""
-    backend = engine.dialect.name
-    found: list[tuple[str, str]] = []
-    with engine.connect() as conn:
-        if backend in ("mysql", "mariadb"):
-            mode = str(conn.execute(sa.text("SELECT @@SESSION.sql_mode")).scalar_one() or "")
-            if "STRICT_TRANS_TABLES" not in mode and "STRICT_ALL_TABLES" not in mode:
-                found.append(
-                    (
-                        "warning",
-                        f"sql_mode {mode!r} is not strict: MySQL/MariaDB would silently truncate "
-                        "a bad value instead of refusing it; add STRICT_TRANS_TABLES",
-                    )
-                )
-        elif backend == "sqlite":
-            journal = str(conn.execute(sa.text("PRAGMA journal_mode")).scalar_one())
-            if journal.lower() != "wal":
-                found.append(
-                    (
-                        "warning",
-                        f"journal_mode is {journal!r}, not WAL: beats on this SQLite file block "
-                        "each other's reads while one writes",
-                    )
-                )
-    if not found:
-        storage = _STORAGE.get(backend, "?")
-        found.append(("ok", f"{backend}: instants stored as UTC ({storage})"))
-    return found
-
-
-_STORAGE = {
-    "postgresql": "timestamptz",
-    "mysql": "DATETIME(6), naive UTC",
-    "mariadb": "DATETIME(6), naive UTC",
-    "sqlite": "text, naive UTC",
-}
 
 
 class Backlog(NamedTuple):

@@ -1,10 +1,10 @@
 """Connecting to the schedule database: engines with the per-backend settings the exactly-once
-design relies on, and whether claims skip locked rows (:func:`skips_locked`). SQLite serialises
-writers with ``BEGIN IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a
-transaction left idle by a paused beat so its row locks cannot block other beats for ever. A URL
-that cannot work (a scheme SQLAlchemy does not know, a driver that is not installed, a password
-that would be cut in two) is refused before any connection, saying which URL to write and what
-to install.
+design relies on, whether claims skip locked rows (:func:`skips_locked`), and the server settings
+that would defeat it (:func:`database_findings`). SQLite serialises writers with ``BEGIN
+IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction left idle
+by a paused beat so its row locks cannot block other beats for ever. A URL that cannot work (a
+scheme SQLAlchemy does not know, a driver that is not installed, a password that would be cut in
+two) is refused before any connection, saying which URL to write and what to install.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from ..config import default_database_dir
 from . import urls
 
-__all__ = ["IDLE_IN_TRANSACTION", "create_engine", "skips_locked"]
+__all__ = ["IDLE_IN_TRANSACTION", "create_engine", "database_findings", "skips_locked"]
 
 #: PostgreSQL ends a transaction idle for this long (a SIGSTOPped beat's), releasing its locks.
 IDLE_IN_TRANSACTION = timedelta(seconds=30)
@@ -98,3 +98,42 @@ def skips_locked(engine: Engine) -> bool:
     queueing on each other's rows. SQLite has no row locks; BEGIN IMMEDIATE serialises its
     writers instead."""
     return engine.dialect.name in ("postgresql", "mysql", "mariadb")
+
+
+def database_findings(engine: Engine) -> list[tuple[str, str]]:
+    """``(level, message)`` pairs about server settings that could corrupt stored instants."""
+    backend = engine.dialect.name
+    found: list[tuple[str, str]] = []
+    with engine.connect() as conn:
+        if backend in ("mysql", "mariadb"):
+            mode = str(conn.execute(sa.text("SELECT @@SESSION.sql_mode")).scalar_one() or "")
+            if "STRICT_TRANS_TABLES" not in mode and "STRICT_ALL_TABLES" not in mode:
+                found.append(
+                    (
+                        "warning",
+                        f"sql_mode {mode!r} is not strict: MySQL/MariaDB would silently truncate "
+                        "a bad value instead of refusing it; add STRICT_TRANS_TABLES",
+                    )
+                )
+        elif backend == "sqlite":
+            journal = str(conn.execute(sa.text("PRAGMA journal_mode")).scalar_one())
+            if journal.lower() != "wal":
+                found.append(
+                    (
+                        "warning",
+                        f"journal_mode is {journal!r}, not WAL: beats on this SQLite file block "
+                        "each other's reads while one writes",
+                    )
+                )
+    if not found:
+        storage = _STORAGE.get(backend, "?")
+        found.append(("ok", f"{backend}: instants stored as UTC ({storage})"))
+    return found
+
+
+_STORAGE = {
+    "postgresql": "timestamptz",
+    "mysql": "DATETIME(6), naive UTC",
+    "mariadb": "DATETIME(6), naive UTC",
+    "sqlite": "text, naive UTC",
+}
