@@ -15,7 +15,9 @@ from sqlalchemy.engine import Engine
 
 from .config import Settings
 from .core.errors import SchemaVersionError
-from .store.database import check_schema, database_findings
+from .store import Store
+from .store.database import check_schema
+from .store.engine import database_findings
 
 __all__ = [
     "Finding",
@@ -172,10 +174,15 @@ def _eviction(client: Any) -> Finding:
 
 
 def run_checks(
-    settings: Settings, engine: Engine, redis_client: Any = None, *, app: str | None = None
+    settings: Settings,
+    database: Engine | Store,
+    redis_client: Any = None,
+    *,
+    app: str | None = None,
 ) -> list[Finding]:
     """Every finding for these settings, this database and (if given) this Redis client;
     ``app``: the Celery app as given to ``-A`` (:func:`app_argument`), for what to run."""
+    engine = database.engine if isinstance(database, Store) else database
     findings = _settings(settings)
     findings.append(_schema(engine, app))
     findings += [

@@ -1,18 +1,20 @@
 """How much work a beat takes on at once, and whether it keeps up: batch sizes that stay well
 inside the lease (:func:`next_batch_size`), the allowance of queued catch-up fires
-(``dbeat_catchup_rate``, :class:`Allowance`), and the "behind" episodes a beat reports
-(:class:`Behind`). Pure bookkeeping on numbers and instants the ticker hands in."""
+(``dbeat_catchup_rate``, :class:`Allowance`), the "behind" episodes a beat reports
+(:class:`Behind`), and since when the beats have watched the schedules (:class:`Watch`). Pure
+bookkeeping on numbers and instants the ticker hands in."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from celery.utils.log import get_logger
 
 from ..config import Settings
+from ..core.misfire import watched_since
 
-__all__ = ["BATCH_SHARE_OF_LEASE", "Allowance", "Behind", "next_batch_size"]
+__all__ = ["BATCH_SHARE_OF_LEASE", "Allowance", "Behind", "Watch", "next_batch_size"]
 
 logger = get_logger(__name__)
 
@@ -31,6 +33,23 @@ def next_batch_size(size: int, took: float, lease: float, configured: int) -> in
     if took < lease * BATCH_SHARE_OF_LEASE / 4:
         return min(configured, size * 2)
     return size
+
+
+class Watch:
+    """Since when the beats have watched the schedules without a break: slots due since then are
+    late, never missed (:func:`~celery_dbeat.core.misfire.watched_since`). Shared by the parts
+    of one ticker."""
+
+    def __init__(self, lock_ttl: timedelta) -> None:
+        self._slack = lock_ttl
+        #: When this beat's current stretch of ticking began (on the shared clock); ``None``
+        #: after a stall or a database outage, until the next tick.
+        self.up_since: datetime | None = None
+        #: Every beat's running stretch, ``(started_at, last_seen_at)``, from the heartbeats.
+        self.lifetimes: list[tuple[datetime, datetime]] = []
+
+    def since(self, now: datetime) -> datetime:
+        return watched_since(now, self.up_since, self.lifetimes, self._slack)
 
 
 class Behind:

@@ -1,7 +1,7 @@
 """Publishing recorded fires within their lease, and the log line of every fire decision.
 
 A fire is recorded (PENDING) with a lease: until it ends, the recording beat alone may publish it;
-after, any beat takes it over (:meth:`Ticker.recover_pending`). :class:`Publishing` keeps that
+after, any beat takes it over (:meth:`.Recorded.recover_pending`). :class:`Publishing` keeps that
 promise whatever the batch size, the broker's speed or the host's:
 
 * a publish never starts once most of the lease is gone (the beat was paused, the host stalled):
@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from celery.utils.log import get_logger
 
 from ..clock import SharedClock
@@ -36,6 +35,7 @@ from ..config import Settings
 from ..core.fires import PublishRequest
 from ..core.validation import parse_args, parse_kwargs, parse_options
 from ..store import Store
+from ..store.failures import DRIVER_ERRORS
 from .metrics import Metrics
 
 __all__ = ["PublishAhead", "Publisher", "Publishing", "log_fire"]
@@ -172,7 +172,7 @@ class Publishing:
                 now,
                 now if hand_back else now + self.settings.lock_ttl,
             )
-        except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+        except DRIVER_ERRORS as exc:
             logger.warning("dbeat: could not extend the leases of fires being published: %s", exc)
             return None
         lost = len(remaining) - len(kept)

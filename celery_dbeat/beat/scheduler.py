@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import Any, NoReturn
 
-import sqlalchemy as sa
 from celery import Celery
 from celery import beat as celery_beat
 from celery.utils.log import get_logger
@@ -28,14 +27,14 @@ from ..core.definitions import Definition
 from ..core.errors import ConfigurationError, DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
 from ..locks import FireLock, make_lock
-from ..notify import ChangeListener, DatabaseListener, notifies_through_database
-from ..store import Store, migrate
-from ..store.database import driver_message, is_auth_failure
-from ..store.failures import is_disconnect
+from ..notify import ChangeListener, Listener
+from ..store import Store
+from ..store.failures import BAD_URL, DRIVER_ERRORS, driver_message, is_auth_failure, is_disconnect
 from ..store.sync import sync_config
 from ..task_names import warn_unknown_tasks
 from .metrics import NO_METRICS, start_metrics_server
-from .ticker import _REMIND_EVERY, Ticker
+from .outages import REMIND_EVERY
+from .ticker import Ticker
 
 __all__ = ["Scheduler"]
 
@@ -81,7 +80,7 @@ class Scheduler(celery_beat.Scheduler):
         self.store: Store | None = None
         self.lock: FireLock | None = None
         self._ticker: Ticker | None = None
-        self._listener: ChangeListener | DatabaseListener | None = None
+        self._listener: Listener | None = None
         self._closed = False
         self._ticking = False
         self._cleaned_up = False
@@ -112,7 +111,7 @@ class Scheduler(celery_beat.Scheduler):
                 engine_options=dict(self.dbeat.engine_options),
                 idle_in_transaction=self.dbeat.lock_ttl,
             )
-        except sa.exc.ArgumentError as exc:  # a URL that cannot work: the message says why
+        except BAD_URL as exc:  # a URL that cannot work: the message says why
             raise ConfigurationError(
                 "dbeat_database_url", self.dbeat.database_url, str(exc)
             ) from None
@@ -140,19 +139,19 @@ class Scheduler(celery_beat.Scheduler):
                 prefix=self.dbeat.redis_key_prefix,
                 options=self.dbeat.redis_options,
             )
-        elif notifies_through_database(self.store.engine):
-            self._listener = DatabaseListener(self.store.engine)
+        else:
+            self._listener = self.store.change_listener()
         self._unreachable = Outage(monotonic=self.clock.monotonic)
         self._prepared = self._try_prepare()
 
     def _try_prepare(self) -> bool:
         """Prepare the database; ``False`` while it cannot be reached (beat retries at its next
-        tick, and says so again every :data:`_REMIND_EVERY` seconds). A database that refuses
+        tick, and says so again every :data:`REMIND_EVERY` seconds). A database that refuses
         the login or the rights celery-dbeat needs is no outage: waiting does not fix it, so
         beat stops, saying so."""
         try:
             self._prepare_database()
-        except (sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+        except DRIVER_ERRORS as exc:
             if is_auth_failure(exc):
                 raise ConfigurationError(
                     "dbeat_database_url",
@@ -170,7 +169,7 @@ class Scheduler(celery_beat.Scheduler):
                     state,
                     driver_message(exc),
                 )
-            elif (took := self._unreachable.remind(_REMIND_EVERY)) is not None:
+            elif (took := self._unreachable.remind(REMIND_EVERY)) is not None:
                 logger.error(
                     "dbeat: schedule database %s still %s %.0f s after start-up, retrying: %s",
                     mask_url(self.dbeat.database_url),
@@ -198,8 +197,8 @@ class Scheduler(celery_beat.Scheduler):
     def _prepare_database(self) -> None:
         assert self.store is not None
         if self.dbeat.auto_migrate:
-            migrate(self.store.engine)
-        self._report(run_checks(self.dbeat, self.store.engine, app=app_argument(self.app)))
+            self.store.migrate()
+        self._report(run_checks(self.dbeat, self.store, app=app_argument(self.app)))
         if self._definitions is not None:
             report = sync_config(self.store, self._definitions, self.clock.now())
             logger.info(

@@ -36,8 +36,9 @@ from celery.utils.log import get_logger
 from ..clock import Outage
 from ..config import Settings, mask_url
 from ..core.fires import RunStatus
-from ..store.database import create_engine
-from ..store.runs import RunEvent, record_runs
+from ..store import Store
+from ..store.failures import driver_message
+from ..store.runs import RunEvent
 
 __all__ = ["CAPACITY", "RunRecorder", "recorder_for"]
 
@@ -71,7 +72,7 @@ class RunRecorder:
         flush_interval: float = FLUSH_INTERVAL,
     ) -> None:
         self.database_url = database_url
-        self.engine = create_engine(database_url, engine_options)
+        self.store = Store(database_url, engine_options=engine_options)
         self.capacity = capacity
         self.flush_interval = flush_interval
         self.dropped = 0
@@ -119,7 +120,7 @@ class RunRecorder:
         if not batch:
             return True
         try:
-            recorded = record_runs(self.engine, batch)
+            recorded = self.store.record_runs(batch)
         except Exception as exc:  # the thread must go on whatever the driver raises
             with self._lock:
                 # Put them back in front of anything that arrived meanwhile, within capacity.
@@ -131,7 +132,7 @@ class RunRecorder:
                 logger.warning(
                     "dbeat: cannot record task runs in %s, keeping them to retry: %s",
                     mask_url(self.database_url),
-                    _first_line(exc),
+                    driver_message(exc),
                 )
             return False
         for pause in recorded.paused:
@@ -149,7 +150,7 @@ class RunRecorder:
                 "dbeat: the run of task %r cannot be recorded, %s refused it: %s",
                 run.task_id,
                 mask_url(self.database_url),
-                _first_line(run.error),
+                driver_message(run.error),
             )
         took = self._database.recovered()
         if took is not None:
@@ -161,7 +162,7 @@ class RunRecorder:
         self._stopped = True
         self._wake.set()
         self._thread.join(timeout)
-        self.engine.dispose()
+        self.store.close()
 
     def _run(self) -> None:
         backoff = self.flush_interval
@@ -172,11 +173,6 @@ class RunRecorder:
             if self._stopped:
                 return
             backoff = self.flush_interval if ok else min(backoff * 2, _MAX_BACKOFF)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc)
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 _recorders: dict[tuple[int, int], RunRecorder] = {}

@@ -271,8 +271,7 @@ def prune_audit(
     budget: float = 0.2,
     monotonic: Callable[[], float] = HOST_MONOTONIC,
 ) -> int:
-    """Delete entries older than ``before``, ``batch`` rows per transaction, until ``budget``
-    seconds of ``monotonic`` have passed (as fire history is pruned); return how many."""
+    """Delete entries older than ``before``, as :func:`.runs.prune_history` deletes fires."""
     return delete_in_batches(
         engine, A, A.c.at < before, A.c.at, batch=batch, budget=budget, monotonic=monotonic
     )

@@ -21,9 +21,6 @@ _FORGET_BEATS_AFTER = timedelta(days=1)
 def heartbeat(
     engine: Engine, beat: Mapping[str, Any], now: datetime
 ) -> list[tuple[datetime, datetime]]:
-    """Upsert this beat's heartbeat row (``name``, ``hostname``, ``pid``, ``version``,
-    ``started_at``) with ``last_seen_at = now``; return every beat's ``(started_at,
-    last_seen_at)``, this one's included."""
     with engine.begin() as conn:
         done = conn.execute(
             sa.update(B).where(B.c.name == beat["name"]).values(**beat, last_seen_at=now)

@@ -1,20 +1,22 @@
-"""Connecting to the schedule database, keeping its schema at the version the code knows, and
-:class:`Store`: a database as beat uses it.
+"""The schedule database: its schema kept at the version the code knows (migrations, checks),
+and :class:`Store`, the database as a beat uses it, the one interface between the beat
+(:mod:`celery_dbeat.beat`) and SQL. Engines are made by :mod:`.engine`.
 
-Engines get the per-backend settings the exactly-once design relies on: SQLite serialises writers
-with ``BEGIN IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction
-left idle by a paused beat so its row locks cannot block other beats for ever. A URL that cannot
-work (a scheme SQLAlchemy does not know, a driver that is not installed, a password that would be
-cut in two) is refused before any connection, saying which URL to write and what to install.
+Each of :class:`Store`'s docstrings is that operation's contract: what it locks, what it returns,
+what it raises. Every method that reaches the database raises what a database error raises
+(:mod:`.failures` says what each kind means: a conflict, lost connectivity, a refusal); a write
+the database refuses for one schedule's values sets that schedule aside instead, and says so in
+what it returns. ``now`` and leases are on the beat's clock; a method that compares them with
+leases other beats wrote moves them onto the database clock first (:mod:`.clock`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from alembic import command
@@ -23,20 +25,23 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-from ..config import default_database_dir
 from ..core.errors import DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
-from . import beats, due, fires, queue, urls
+from ..notify.database import DatabaseListener, notifies_through_database
+from . import audit, beats, due, fires, queue, runs
 from .clock import DatabaseClock
 from .due import DueBatch, Peek
+from .engine import IDLE_IN_TRANSACTION, create_engine
 from .failures import driver_message, is_auth_failure, is_conflict
+from .runs import RecordedRuns, RunEvent
+from .schedules import count_due, paused_counts
 
 __all__ = [
     "VERSION_TABLE",
+    "Backlog",
     "Store",
     "check_schema",
     "create_engine",
-    "database_findings",
     "driver_message",
     "is_auth_failure",
     "is_conflict",
@@ -46,79 +51,10 @@ __all__ = [
 
 VERSION_TABLE = "dbeat_alembic_version"
 MIGRATIONS = Path(__file__).parent / "migrations"
-#: PostgreSQL ends a transaction idle for this long (a SIGSTOPped beat's), releasing its locks.
-IDLE_IN_TRANSACTION = timedelta(seconds=30)
 #: MySQL/MariaDB lock names are server-wide: one per database, so that migrations of other
 #: databases on the same server do not wait on each other.
 _MYSQL_LOCK_NAME = "CONCAT('celery_dbeat_migrate_', MD5(DATABASE()))"
 _PG_LOCK_KEY = 0x64626561  # "dbea"
-
-
-def create_engine(
-    url: str | sa.URL,
-    options: Mapping[str, Any] | None = None,
-    *,
-    idle_in_transaction: timedelta = IDLE_IN_TRANSACTION,
-) -> Engine:
-    """An engine for ``url`` set up as celery-dbeat needs it; ``options`` go to SQLAlchemy.
-
-    On PostgreSQL a transaction left idle longer than ``idle_in_transaction`` (a paused beat's)
-    is ended by the server, releasing its row locks and voiding what it would have recorded;
-    statements are not prepared on the server (psycopg 3), so each is planned for its values.
-
-    Raises :class:`sqlalchemy.exc.ArgumentError` for a URL that cannot work, with a message
-    that says which URL to write (the password masked) and which extra to install; the caller
-    names the setting it came from.
-    """
-    url = urls.read_url(url)
-    kwargs: dict[str, Any] = {}
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        kwargs["connect_args"] = {"timeout": 30}
-        if url.database and Path(url.database).parent == default_database_dir():
-            # The default file's folder is ours to make (a folder the user named is not).
-            default_database_dir().mkdir(parents=True, exist_ok=True)
-    else:
-        kwargs["pool_pre_ping"] = True
-    if backend == "postgresql" and url.get_driver_name() in ("psycopg", "psycopg2"):
-        kwargs["connect_args"] = {
-            "options": "-c idle_in_transaction_session_timeout="
-            f"{int(idle_in_transaction.total_seconds() * 1000)}"
-        }
-        if url.get_driver_name() == "psycopg":
-            # psycopg 3 prepares a statement run five times, and the server may then plan it
-            # once for any parameters: an IN list of 1,000 names was then compared one by one
-            # with every row (a re-sync of 100,000 unchanged entries took 290 s, not 10 s).
-            kwargs["connect_args"]["prepare_threshold"] = None
-    if backend in ("mysql", "mariadb"):
-        kwargs["isolation_level"] = "READ COMMITTED"
-    kwargs.update(options or {})
-    try:
-        engine = sa.create_engine(url, **kwargs)
-    except sa.exc.NoSuchModuleError:
-        raise sa.exc.ArgumentError(urls.unknown_scheme(url)) from None
-    except ImportError as exc:  # the dialect's driver module
-        raise sa.exc.ArgumentError(urls.missing_driver(url, exc)) from None
-    if backend == "sqlite":
-        _serialise_sqlite_writers(engine)
-    return engine
-
-
-def _serialise_sqlite_writers(engine: Engine) -> None:
-    # pysqlite's own transaction handling would start transactions lazily and let two beats read,
-    # then both try to write (SQLITE_BUSY). Take the write lock when the transaction begins.
-    @sa.event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        if engine.url.database not in (None, "", ":memory:"):
-            cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _config(connection: Connection | None = None) -> Config:
@@ -237,49 +173,22 @@ def migrate(engine: Engine, revision: str = "head") -> str:
     return new
 
 
-def database_findings(engine: Engine) -> list[tuple[str, str]]:
-    """``(level, message)`` pairs about server settings that could corrupt stored instants."""
-    backend = engine.dialect.name
-    found: list[tuple[str, str]] = []
-    with engine.connect() as conn:
-        if backend in ("mysql", "mariadb"):
-            mode = str(conn.execute(sa.text("SELECT @@SESSION.sql_mode")).scalar_one() or "")
-            if "STRICT_TRANS_TABLES" not in mode and "STRICT_ALL_TABLES" not in mode:
-                found.append(
-                    (
-                        "warning",
-                        f"sql_mode {mode!r} is not strict: MySQL/MariaDB would silently truncate "
-                        "a bad value instead of refusing it; add STRICT_TRANS_TABLES",
-                    )
-                )
-        elif backend == "sqlite":
-            journal = str(conn.execute(sa.text("PRAGMA journal_mode")).scalar_one())
-            if journal.lower() != "wal":
-                found.append(
-                    (
-                        "warning",
-                        f"journal_mode is {journal!r}, not WAL: beats on this SQLite file block "
-                        "each other's reads while one writes",
-                    )
-                )
-    if not found:
-        storage = _STORAGE.get(backend, "?")
-        found.append(("ok", f"{backend}: instants stored as UTC ({storage})"))
-    return found
+class Backlog(NamedTuple):
+    """What waits (:meth:`Store.backlog`)."""
 
-
-_STORAGE = {
-    "postgresql": "timestamptz",
-    "mysql": "DATETIME(6), naive UTC",
-    "mariadb": "DATETIME(6), naive UTC",
-    "sqlite": "text, naive UTC",
-}
+    #: Schedules due now.
+    due: int
+    #: Queued slots (catch-up, backfill).
+    queued: int
+    #: Paused schedules by pause source (``unknown``: paused before the source was recorded).
+    paused: dict[str, int]
 
 
 class Store:
-    """A schedule database as beat uses it: an engine, the clock leases are taken on, and beat's
-    operations (:mod:`.due`, :mod:`.fires`, :mod:`.beats`). Accepts an ``Engine`` (left open) or
-    a URL (owned, closed by :meth:`close`)."""
+    """A schedule database as beat uses it. Accepts an ``Engine`` (left open) or a URL (an
+    engine made by :func:`.engine.create_engine`, closed by :meth:`close`; a URL that cannot
+    work raises :data:`.failures.BAD_URL` at once, before any connection). Constructing it does
+    no I/O."""
 
     def __init__(
         self,
@@ -301,51 +210,163 @@ class Store:
         self.clock = DatabaseClock(self.engine.dialect.name, enabled=server_clock)
 
     def close(self) -> None:
+        """Release the connections of an engine this store made (one it was handed stays open)."""
         if self._owns_engine:
             self.engine.dispose()
 
+    # Start-up ---------------------------------------------------------------------------------
+
+    def migrate(self) -> str:
+        """Create or upgrade the tables to the newest revision (:func:`migrate`)."""
+        return migrate(self.engine)
+
+    def change_listener(self) -> DatabaseListener | None:
+        """A listener woken by the database's own change notifications (PostgreSQL through
+        psycopg 3), or ``None`` where it has none (beats then poll). No I/O until it listens."""
+        return DatabaseListener(self.engine) if notifies_through_database(self.engine) else None
+
+    @property
+    def publishes_ahead(self) -> bool:
+        """Whether a beat gains by publishing one batch while it records the next: not on
+        SQLite, whose one writer at a time serialises them anyway."""
+        return self.engine.dialect.name != "sqlite"
+
+    # The due path -----------------------------------------------------------------------------
+
     def peek(self) -> Peek:
-        """:func:`.due.peek`: when the earliest schedule is due, and the database clock."""
+        """When the earliest enabled schedule is due, whether some need a recompute, when the
+        first queued fire may go, and (in the same query) a reading of the database clock. Locks
+        nothing. The schedules whose earliest stored instant cannot be read are set aside first
+        (counted in ``set_aside``)."""
         return due.peek(self.engine, self.clock)
 
     def claim_due(
         self, now: datetime, limit: int, beat: str, late_since: datetime | None = None
     ) -> AbstractContextManager[DueBatch]:
-        """:func:`.due.claim_due`: up to ``limit`` due schedules, locked in a transaction, those
-        due since ``late_since`` first."""
+        """Lock up to ``limit`` due schedules (and ones asking for a recompute) in a transaction,
+        ``FOR UPDATE SKIP LOCKED`` (rows other beats hold are left to them; SQLite: the
+        database's write lock), and yield them as a :class:`.due.DueBatch` to plan and record.
+
+        Schedules due since ``late_since`` (merely late: they came due while beats ran) are taken
+        before those due longer (missed while every beat was down, resolved by their misfire
+        policy), each group oldest first: after a long outage the first pass over every schedule
+        takes a while, and a schedule it has already planned comes due again meanwhile; its
+        on-time slot goes first rather than behind the rest of the pass. A row whose values
+        cannot be read is set aside (``set_aside``). The transaction commits when the block exits
+        normally and rolls back on an exception."""
         return due.claim_due(self.engine, self.clock, now, limit, beat, late_since)
 
-    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> list[tuple[datetime, datetime]]:
-        """:func:`.beats.heartbeat`: write this beat's row; every beat's running stretch."""
-        return beats.heartbeat(self.engine, beat, now)
-
-    def forget_beat(self, name: str) -> None:
-        beats.forget_beat(self.engine, name)
-
-    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> list[str]:
-        """:func:`.fires.mark_sent`; the names of the schedules set aside."""
-        return fires.mark_sent(self.engine, task_ids, now, beat)
-
-    def mark_publish_failed(
-        self, task_id: str, error: str, retry_at: datetime, *, give_up: bool
-    ) -> list[str]:
-        """:func:`.fires.mark_publish_failed`; the names of the schedules set aside."""
-        return fires.mark_publish_failed(self.engine, task_id, error, retry_at, give_up=give_up)
+    # Recorded fires: each is returned with its recorded task id, to be published --------------
 
     def claim_stale_pending(
         self, now: datetime, lease_until: datetime, limit: int
     ) -> list[PublishRequest]:
-        """:func:`.fires.claim_stale_pending`: take over fires their beat did not publish."""
+        """Take over up to ``limit`` recorded fires whose lease is over at ``now`` (their beat
+        died or was paused; a run-now fire is recorded so), oldest lease first, leasing them
+        until ``lease_until``; rows another beat is taking are skipped."""
         return fires.claim_stale_pending(self.engine, self.clock, now, lease_until, limit)
 
     def claim_queued(
         self, now: datetime, lease_until: datetime, limit: int, beat: str
     ) -> list[PublishRequest]:
-        """:func:`.queue.claim_queued`: lease queued slots (catch-up, backfill) to publish."""
+        """Lease up to ``limit`` queued slots (catch-up, backfill) whose time has come to
+        ``beat`` until ``lease_until``: from the queued rows with the oldest slots, each row's
+        oldest first. Each becomes a PENDING fire, as if recorded now, so a beat that dies with
+        them leaves them to another's :meth:`claim_stale_pending`."""
         return queue.claim_queued(self.engine, self.clock, now, lease_until, limit, beat)
+
+    def release_buffered(
+        self,
+        now: datetime,
+        lease_until: datetime,
+        default_max_run_time: timedelta,
+        beat: str,
+        limit: int,
+    ) -> list[PublishRequest]:
+        """Turn up to ``limit`` buffered fires (overlap policy ``buffer_one``) whose schedule has
+        no run going on at ``now`` (a run is over once older than the schedule's
+        ``max_run_time``, default ``default_max_run_time``) into PENDING fires leased to
+        ``beat`` until ``lease_until``. The buffered fire of a paused schedule waits for its
+        resume."""
+        return runs.release_buffered(
+            self.engine, self.clock, now, lease_until, default_max_run_time, beat, limit
+        )
 
     def extend_leases(
         self, task_ids: Sequence[str], held_until: datetime, now: datetime, lease_until: datetime
     ) -> tuple[set[str], datetime]:
-        """:func:`.fires.extend_leases`: keep fires this beat is still publishing."""
+        """Extend to ``lease_until`` the leases of the fires ``task_ids`` this beat holds until
+        ``held_until`` (as recorded: a compare-and-set). Returns the task ids still held, and
+        their new lease: a fire another beat took over meanwhile (its lease ran out), or that
+        was sent, is not among them."""
         return fires.extend_leases(self.engine, self.clock, task_ids, held_until, now, lease_until)
+
+    def mark_sent(self, task_ids: Sequence[str], now: datetime, beat: str) -> list[str]:
+        """Mark the PENDING fires ``task_ids`` sent by ``beat``. A fire the database refuses to
+        mark (a constraint, a site rule) costs its schedule, not the others: it is recorded
+        ``failed``, saying that it reached the broker, so no beat takes it over and publishes it
+        again, and its schedule is set aside with the error. Returns the names of the schedules
+        set aside."""
+        return fires.mark_sent(self.engine, task_ids, now, beat)
+
+    def mark_publish_failed(
+        self, task_id: str, error: str, retry_at: datetime, *, give_up: bool
+    ) -> list[str]:
+        """Record a failed publish of fire ``task_id`` (to be tried again at ``retry_at``, or,
+        with ``give_up``, no more). A refused write sets its schedule aside, as
+        :meth:`mark_sent`'s does; returns the names of the schedules set aside."""
+        return fires.mark_publish_failed(self.engine, task_id, error, retry_at, give_up=give_up)
+
+    # Beats ------------------------------------------------------------------------------------
+
+    def heartbeat(self, beat: Mapping[str, Any], now: datetime) -> list[tuple[datetime, datetime]]:
+        """Upsert the heartbeat row of ``beat`` (``name``, ``hostname``, ``pid``, ``version``,
+        ``started_at``) seen ``now``, deleting those unseen for a day; return every beat's
+        ``(started_at, last_seen_at)``, this one's included."""
+        return beats.heartbeat(self.engine, beat, now)
+
+    def forget_beat(self, name: str) -> None:
+        """Delete the heartbeat row of beat ``name`` (a clean stop)."""
+        beats.forget_beat(self.engine, name)
+
+    # Upkeep: each prune deletes in transactions of 1,000 rows, for 0.2 s of ``monotonic`` ------
+
+    def prune_history(self, before: datetime, monotonic: Callable[[], float]) -> int:
+        """Delete fires whose slot is older than ``before``; return how many. Unpublished fires
+        are kept whatever their age; each schedule's ``pruned_until`` follows."""
+        return runs.prune_history(self.engine, before, monotonic=monotonic)
+
+    def prune_history_limits(self, after: int, monotonic: Callable[[], float]) -> tuple[int, int]:
+        """Delete the fires of each schedule beyond its ``history_limit`` newest (by slot), going
+        on from the schedule after id ``after``. Returns how many fires were deleted and the
+        ``after`` of the next call (``0`` once the pass is over: start again from the first).
+        Unpublished fires are kept and not counted; each schedule's ``pruned_until`` follows."""
+        return runs.prune_history_limits(self.engine, after, monotonic=monotonic)
+
+    def prune_audit(self, before: datetime, monotonic: Callable[[], float]) -> int:
+        """Delete audit entries older than ``before``; return how many."""
+        return audit.prune_audit(self.engine, before, monotonic=monotonic)
+
+    def backlog(self, now: datetime) -> Backlog:
+        """What waits at ``now`` (one connection, no lock)."""
+        with self.engine.connect() as conn:
+            return Backlog(count_due(conn, now), queue.queued_backlog(conn)[0], paused_counts(conn))
+
+    def recent_successes(self, since: datetime) -> list[tuple[str, datetime]]:
+        """``(schedule name, newest successful finish)`` for runs that succeeded after
+        ``since``."""
+        return runs.recent_successes(self.engine, since)
+
+    # Workers ----------------------------------------------------------------------------------
+
+    def record_runs(self, events: Sequence[RunEvent]) -> RecordedRuns:
+        """Apply worker events to the fires they belong to (events of other tasks match no row),
+        and pause the schedules whose ``pause_after_failures`` they complete
+        (:func:`.outcomes.count_outcomes`), in the same transaction.
+
+        A run that already finished is not reopened by a late or redelivered "started". When the
+        database refuses a value of one run, the runs are tried one by one, each in a savepoint,
+        and the others written; the runs refused for their own values are returned, not
+        written. Raises (having written nothing) when the database cannot be written: retrying
+        later loses nothing."""
+        return runs.record_runs(self.engine, events)

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from celery.utils.log import get_logger
 from sqlalchemy.engine import Connection, Engine, Row
 
+from ..core.calendars import Calendar
 from ..core.fires import (
     FireStatus,
     NewFire,
@@ -32,14 +33,18 @@ from ..core.fires import (
     Transition,
     encode_slots,
 )
+from ..core.overlap import RunState
+from .calendars import CalendarCache
 from .clock import DatabaseClock
+from .engine import skips_locked
 from .failures import driver_message
 from .isolation import aside_values, isolated, set_schedule_aside
 from .models import F, S
 from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
+from .runs import run_states
 from .schedules import ensure_uid, paused_expression
 
-__all__ = ["DueBatch", "Peek", "claim_due", "peek", "skips_locked"]
+__all__ = ["DueBatch", "Peek", "claim_due", "peek"]
 
 logger = get_logger(__name__)
 
@@ -83,13 +88,6 @@ _CAS_BATCH_PG = sa.text(
 
 #: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
 _PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
-
-
-def skips_locked(engine: Engine) -> bool:
-    """Whether claims lock rows ``FOR UPDATE SKIP LOCKED``: beats then split a herd instead of
-    queueing on each other's rows. SQLite has no row locks; BEGIN IMMEDIATE serialises its
-    writers instead."""
-    return engine.dialect.name in ("postgresql", "mysql", "mariadb")
 
 
 class Peek(NamedTuple):
@@ -164,10 +162,15 @@ class DueBatch:
         #: Schedules set aside while claiming: a stored value could not be read.
         self.set_aside = set_aside
 
-    @property
-    def connection(self) -> Connection:
-        """The batch's open transaction, for reads that must see the locked rows' state."""
-        return self._conn
+    def run_states(self, default_max_run_time: timedelta) -> dict[int, RunState]:
+        """The run state of each claimed schedule whose overlap policy needs it, read in the
+        batch's transaction (:func:`.runs.run_states`)."""
+        return run_states(self._conn, self.schedules, self._now, default_max_run_time)
+
+    def calendars(self, cache: CalendarCache) -> dict[str, Calendar | str]:
+        """The calendars the claimed schedules name, read through ``cache`` in the batch's
+        transaction (:meth:`.calendars.CalendarCache.read`)."""
+        return cache.read(self._conn, [row.calendar for row in self.schedules])
 
     def lease_until(self, now: datetime, lease: timedelta) -> datetime:
         """When a lease taken now ends, on the clock every beat compares leases with."""
@@ -331,11 +334,7 @@ class DueBatch:
 
 
 def peek(engine: Engine, clock: DatabaseClock) -> Peek:
-    """When the earliest enabled schedule is due, whether some need a recompute, and (in
-    the same query) a reading of the database clock (:mod:`.clock`).
-
-    If the earliest instant stored cannot be read, the rows that hold it are set aside
-    first (see :func:`_set_aside`)."""
+    """:meth:`.database.Store.peek`."""
     try:
         return _peek(engine, clock)
     except UNREADABLE:
@@ -392,16 +391,7 @@ def claim_due(
     beat: str,
     late_since: datetime | None = None,
 ) -> Iterator[DueBatch]:
-    """Lock up to ``limit`` due schedules (and ones asking for a recompute) in a transaction.
-
-    Schedules due since ``late_since`` (merely late: they came due while beats ran) are taken
-    before those due longer (missed while every beat was down, resolved by their misfire
-    policy), each group oldest first: after a long outage the first pass over every schedule
-    takes a while, and a schedule it has already planned comes due again meanwhile; its on-time
-    slot goes first rather than behind the rest of the pass.
-
-    The transaction commits when the block exits normally and rolls back on an exception.
-    """
+    """:meth:`.database.Store.claim_due`."""
     columns: list[sa.ColumnElement[Any]] = list(_PLAN_COLUMNS)
     if engine.dialect.name == "sqlite":
         columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))

@@ -25,12 +25,28 @@ from typing import Any
 import sqlalchemy as sa
 
 __all__ = [
+    "BAD_URL",
+    "DATABASE_ERRORS",
+    "DRIVER_ERRORS",
+    "SQL_ERRORS",
     "driver_message",
     "is_auth_failure",
     "is_conflict",
     "is_disconnect",
     "is_refusal",
 ]
+
+#: What a database operation raises when it fails: the driver's error (a ``DBAPIError``), a value
+#: the driver could not convert (a ``StatementError``), no connection from the pool in time. The
+#: functions below tell their kinds apart.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sa.exc.StatementError, sa.exc.TimeoutError)
+#: Of those, the ones the database or the pool answered with (not a value the driver refused).
+DRIVER_ERRORS: tuple[type[Exception], ...] = (sa.exc.DBAPIError, sa.exc.TimeoutError)
+#: Anything SQLAlchemy raises.
+SQL_ERRORS = sa.exc.SQLAlchemyError
+#: What :func:`.engine.create_engine` (and so :class:`.database.Store`) raises for a URL that
+#: cannot work, with a message that says what to write instead.
+BAD_URL = sa.exc.ArgumentError
 
 #: Deadlock and serialisation failures (PostgreSQL SQLSTATE, MySQL/MariaDB error numbers).
 _CONFLICT_SQLSTATES = {"40001", "40P01"}

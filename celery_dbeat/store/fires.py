@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FireStatus, PublishRequest, fire_task_id
 from .clock import DatabaseClock
-from .due import skips_locked
+from .engine import skips_locked
 from .failures import driver_message
 from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
@@ -57,10 +57,6 @@ PUBLISH_COLUMNS = [
 
 
 def mark_sent(engine: Engine, task_ids: Sequence[str], now: datetime, beat: str) -> list[str]:
-    """Mark the fires ``task_ids`` sent by ``beat``. A fire the database refuses to mark (a
-    constraint, a site rule) costs its schedule, not the others: it is recorded ``failed``,
-    saying that it reached the broker, so no beat takes it over and publishes it again, and its
-    schedule is set aside with the error. Returns the names of the schedules set aside."""
     if not task_ids:
         return []
 
@@ -84,9 +80,6 @@ def mark_sent(engine: Engine, task_ids: Sequence[str], now: datetime, beat: str)
 def mark_publish_failed(
     engine: Engine, task_id: str, error: str, retry_at: datetime, *, give_up: bool
 ) -> list[str]:
-    """Record a failed publish of fire ``task_id`` (to be tried again at ``retry_at``, or, with
-    ``give_up``, no more). A refused write sets its schedule aside, as :func:`mark_sent`'s does;
-    returns the names of the schedules set aside."""
     values: dict[str, Any] = {"error": storable(error, 2000), "lease_until": retry_at}
     if give_up:
         values["status"] = FireStatus.FAILED.value
@@ -144,12 +137,6 @@ def set_refused_fire_aside(
 def claim_stale_pending(
     engine: Engine, clock: DatabaseClock, now: datetime, lease_until: datetime, limit: int
 ) -> list[PublishRequest]:
-    """Take over recorded fires whose recording beat did not publish them in time.
-
-    ``now`` and ``lease_until`` are on this beat's clock; on a database server they are
-    moved onto the database clock (:mod:`.clock`) before they are compared with
-    leases other beats wrote.
-    """
     with engine.begin() as conn:
         now, lease_until = clock.moved(conn, now, lease_until)
         query = (
@@ -223,10 +210,6 @@ def extend_leases(
     now: datetime,
     lease_until: datetime,
 ) -> tuple[set[str], datetime]:
-    """Extend the leases of fires this beat holds until ``held_until`` (as recorded) to
-    ``lease_until`` (this beat's clock, moved onto the database's). Returns the task ids still
-    held, and their new lease: a fire another beat took over meanwhile (its lease ran out), or
-    that was sent, is not among them."""
     kept: set[str] = set()
     with engine.begin() as conn:
         _, lease_until = clock.moved(conn, now, lease_until)

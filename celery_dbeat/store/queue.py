@@ -35,7 +35,7 @@ from ..core.fires import (
     queued_fires,
 )
 from .clock import DatabaseClock
-from .due import skips_locked
+from .engine import skips_locked
 from .fires import (
     PUBLISH_COLUMNS,
     lease_each,
@@ -113,10 +113,6 @@ def claim_queued(
     limit: int,
     beat: str,
 ) -> list[PublishRequest]:
-    """Lease up to ``limit`` queued slots whose time has come to ``beat``, to be published now:
-    from the queued rows with the oldest slots, each row's oldest first (:func:`_take`). Each
-    becomes a PENDING fire, as if recorded now, so a beat that dies with them leaves them to
-    :func:`.fires.claim_stale_pending` of another."""
     with engine.begin() as conn:
         now, lease_until = clock.moved(conn, now, lease_until)
         rows = _queued_rows(conn, engine, now, limit)

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..core.overlap import OverlapPolicy, RunState
-from .database import Store
+from .clock import DatabaseClock
 from .fires import PUBLISH_COLUMNS, lease_each, set_unreadable_fires_aside
 from .isolation import storable
 from .models import F, S
@@ -123,16 +123,7 @@ class RecordedRuns:
 
 
 def record_runs(engine: Engine, events: Sequence[RunEvent]) -> RecordedRuns:
-    """Apply worker events to the fires they belong to (events of other tasks match no row),
-    and pause the schedules whose ``pause_after_failures`` they complete
-    (:func:`~celery_dbeat.store.outcomes.count_outcomes`), in the same transaction.
-
-    A run that already finished is not reopened by a late or redelivered "started". When the
-    database refuses a value of one run, the runs are tried one by one, each in a savepoint,
-    and the others written; the runs refused for their own values are returned, not written.
-    Raises (having written nothing) when the database cannot be written: retrying later loses
-    nothing.
-    """
+    """:meth:`.database.Store.record_runs`."""
     updates = _fold(events)
     if not updates:
         return RecordedRuns()
@@ -236,16 +227,14 @@ def run_states(
 
 
 def release_buffered(
-    store: Store,
+    engine: Engine,
+    clock: DatabaseClock,
     now: datetime,
     lease_until: datetime,
     default_max_run_time: timedelta,
     beat: str,
     limit: int,
 ) -> list[PublishRequest]:
-    """Turn buffered fires whose schedule has nothing running into PENDING fires leased to
-    ``beat``; return them, to be published with their recorded task ids. The buffered fire of
-    a paused schedule waits for its resume."""
     query = (
         sa.select(*PUBLISH_COLUMNS, S.c.max_run_time)
         .join(S, S.c.id == F.c.schedule_id)
@@ -253,10 +242,10 @@ def release_buffered(
         .order_by(F.c.slot)
         .limit(limit)
     )
-    with store.engine.begin() as conn:
+    with engine.begin() as conn:
         # Leases are compared on the database's clock; ``now`` stays this beat's, as the
         # runs it is compared with were timed by beats and workers.
-        _, lease_until = store.clock.moved(conn, now, lease_until)
+        _, lease_until = clock.moved(conn, now, lease_until)
 
         def release(part: Sequence[Row[Any]]) -> list[PublishRequest]:
             released = []
@@ -285,10 +274,7 @@ def prune_history(
     budget: float = 0.2,
     monotonic: Callable[[], float] = HOST_MONOTONIC,
 ) -> int:
-    """Delete fires whose slot is older than ``before``, ``batch`` rows per transaction, until
-    ``budget`` seconds of ``monotonic`` have passed; return how many. Unpublished fires are kept
-    whatever their age. Each schedule's ``pruned_until`` follows
-    (:func:`~celery_dbeat.store.pruning.forget_fires`)."""
+    """:meth:`.database.Store.prune_history`, ``batch`` rows per transaction for ``budget`` s."""
     return delete_in_batches(
         engine,
         F,
@@ -310,12 +296,7 @@ def prune_history_limits(
     budget: float = 0.2,
     monotonic: Callable[[], float] = HOST_MONOTONIC,
 ) -> tuple[int, int]:
-    """Delete the fires of each schedule beyond its ``history_limit`` newest (by slot), going on
-    from the schedule after ``after``, ``batch`` rows per transaction, until ``budget`` seconds
-    of ``monotonic`` have passed (:func:`~celery_dbeat.store.pruning.prune_over`). Returns how
-    many fires were deleted and the ``after`` of the next call (``0`` once the pass is over:
-    start again from the first). Unpublished fires are kept and not counted; the schedule's
-    ``pruned_until`` follows."""
+    """:meth:`.database.Store.prune_history_limits`, as :func:`prune_history`."""
     return prune_over(
         engine,
         F.c.status.not_in(_UNPUBLISHED),
@@ -327,7 +308,6 @@ def prune_history_limits(
 
 
 def recent_successes(engine: Engine, since: datetime) -> list[tuple[str, datetime]]:
-    """``(schedule name, newest successful finish)`` for runs that succeeded after ``since``."""
     newest = sa.func.max(F.c.finished_at)
     query = (
         sa.select(S.c.name, newest)

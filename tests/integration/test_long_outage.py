@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from celery_dbeat import Cron, Every
-from celery_dbeat.beat import ticker as ticker_module
+from celery_dbeat.beat import batch as batch_module
 from celery_dbeat.beat.pacing import next_batch_size
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.definitions import Definition
@@ -116,7 +116,7 @@ def test_a_batch_plans_for_at_most_a_tenth_of_the_lease_and_leaves_the_rest_due(
         planned.append(len(transitions))
         return original(batch, transitions, lease_until)
 
-    monkeypatch.setattr(ticker_module, "plan", slow_plan)
+    monkeypatch.setattr(batch_module, "plan", slow_plan)
     monkeypatch.setattr(due_module.DueBatch, "record", counting)
     ticker = make_ticker(batch_size=16, lock_ttl=30, max_interval=25)
     clock.advance(1)
