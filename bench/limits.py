@@ -5,7 +5,7 @@ with an older pending fire (never pruned). The beat's prune (0.2 s of work) is c
 until every schedule is within its limit; the figures are the prunes it took, the database time
 they spent, and the time a beat takes to get there at its cadence: a prune a minute before, and
 after, a prune every 5 s while a pass over the limited schedules is not over
-(``beat/ticker.py``). "Before" is the prune of the previous commit (every limited schedule
+(``beat/upkeep.py``). "Before" is the prune of the previous commit (every limited schedule
 visited, one transaction each), kept here as it was. Then the cost of a whole pass with nothing
 to delete, which a beat pays every minute once the limits hold.
 """
@@ -24,7 +24,7 @@ from sqlalchemy.engine import Engine
 from bench.services import Run
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
-from celery_dbeat.beat import ticker
+from celery_dbeat.beat import upkeep
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.store import Store, migrate
@@ -111,7 +111,7 @@ def _until_within(engine: Engine, prune: Prune, over: int, going_on: float) -> d
     deleted, after, prunes, work, wall = 0, 0, 0, 0.0, 0.0
     while deleted < over:
         if prunes:
-            wall += going_on if after else ticker._PRUNE_EVERY
+            wall += going_on if after else upkeep._PRUNE_EVERY
         started = time.perf_counter()
         more, after = prune(engine, after)
         work += time.perf_counter() - started
@@ -134,8 +134,8 @@ def limits(workdir: Path, n: int) -> dict[str, Any]:
             ids = list(conn.execute(sa.select(S.c.id).order_by(S.c.id)).scalars())
         row: dict[str, Any] = {"scenario": "limits", "n": n, "over": 0}
         for label, prune, going_on in (
-            ("before", _before, ticker._PRUNE_EVERY),
-            ("after", _after, ticker._PRUNE_GOING_ON),
+            ("before", _before, upkeep._PRUNE_EVERY),
+            ("after", _after, upkeep._PRUNE_GOING_ON),
         ):
             row["over"] = _history(store, ids)
             pending = sum(1 for i in ids if i % 10 == 0)
