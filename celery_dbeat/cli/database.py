@@ -13,10 +13,9 @@ from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
 from ..checks import Level, app_argument, redis_unavailable, run_checks
 from ..config import mask_url
-from ..core.audit import Actor, Surface
+from ..core.audit import Surface
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
-from ..store.sync import sync_config
 from ..task_names import unknown_tasks
 from ._common import (
     EXIT_INPUT,
@@ -74,16 +73,12 @@ def sync(dry_run: bool, as_json: bool) -> None:
     """
     state = runtime()
     definitions = definitions_from_app(state.app)
-    with state.schedules() as schedules:
+    with state.schedules(surface=Surface.SYNC) as schedules:  # the OS user, or --actor
         if is_terminal() and len(definitions) > 100:
             click.echo(f"syncing {len(definitions)} entries ...", err=True)
-        actor = Actor(schedules.actor.name, Surface.SYNC.value)  # the OS user, or --actor
-        report = sync_config(
-            schedules.store, definitions, schedules.clock.now(), dry_run=dry_run, actor=actor
+        report = schedules.apply(
+            definitions, origin="config", disable_missing=True, dry_run=dry_run
         )
-        changed = report.created or report.updated or report.disabled
-        if schedules.notifier is not None and changed and not dry_run:
-            schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
         unknown = unknown_tasks(state.app, definitions)
         echo_json({**asdict(report), "dry_run": dry_run, "unknown_tasks": unknown})
