@@ -1,5 +1,6 @@
-"""Commands that read schedules: list, show, history, preview (``--load``: :mod:`.load`). Each is
-a thin call of :class:`celery_dbeat.api.Schedules`."""
+"""Commands that read schedules: list, show, history, preview (``--load``: the next 24 hours of
+every schedule, drawn in text, as JSON or as SVG). Each is a thin call of
+:class:`celery_dbeat.api.Schedules`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import click
 from ..api import FireInfo, PreviewSlot, preview_spec
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
+from ..core.loadchart import as_json as load_json
+from ..core.loadchart import svg, text
 from ..core.specs import DAYS_ALL, Cron, Spec
 from ..core.states import state_note
 from ._common import (
@@ -27,7 +30,6 @@ from ._common import (
     seconds_text,
 )
 from ._forms import KIND_OF_OPTION, edit_form, schedule_json, spec_of, spec_options, spec_text
-from .load import show_load
 
 __all__ = ["history", "list_", "preview", "show"]
 
@@ -275,7 +277,7 @@ def preview(
     if load:
         if name is not None or adhoc:
             raise click.UsageError("--load previews every schedule: give no NAME or spec")
-        show_load(after, per=int(per), top=top, svg_file=svg_file, as_json_=as_json)
+        _show_load(after, per=int(per), top=top, svg_file=svg_file, as_json=as_json)
         return
     if svg_file is not None:
         raise click.UsageError("--svg draws the load: give --load too")
@@ -322,3 +324,23 @@ def preview(
         if p.excluded_by is not None:
             line += f"  excluded by calendar {p.excluded_by} (not sent)"
         click.echo(line)
+
+
+def _show_load(
+    start: datetime | None, *, per: int, top: int, svg_file: Path | None, as_json: bool
+) -> None:
+    with runtime().schedules() as schedules:
+        load = schedules.load(start=start, top=top)
+    if svg_file is not None:
+        try:
+            svg_file.write_text(svg(load), encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(
+                f"--svg: cannot write {str(svg_file)!r}: {exc.strerror or exc}"
+            ) from None
+    if as_json:
+        echo_json(load_json(load))
+    elif svg_file is None:
+        click.echo(text(load, per=per))
+    else:
+        click.echo(f"wrote {svg_file}: {len(load.herds)} herd(s) in {load.total:,.0f} fires")
