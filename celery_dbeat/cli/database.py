@@ -30,8 +30,9 @@ from ._common import (
     json_option,
     runtime,
     seconds_text,
+    shorten,
+    warn_unknown_tasks,
 )
-from ._warnings import warn_unknown_tasks
 
 __all__ = ["check", "migrate", "status", "sync"]
 
@@ -238,7 +239,7 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
         click.echo("errors")
         echo_table(
             ["  NAME", "LAST ERROR"],
-            ([f"  {e['name']}", _shorten(e["last_error"])] for e in data["errors"]),
+            ([f"  {e['name']}", shorten(e["last_error"], 100)] for e in data["errors"]),
         )
     unhealthy = data["unhealthy"]
     counts_by_reason = Counter(h["reason"] for h in unhealthy)
@@ -250,7 +251,7 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
             (
                 [f"  {h['name']}", h["state"], h["reason"],
                  None if h["reason"] == "overdue" else _to_second(h["last_slot"]),
-                 _to_second(h["last_success_at"]), _shorten(h["error"]) if h["error"] else None]
+                 _to_second(h["last_success_at"]), shorten(h["error"], 100) if h["error"] else None]
                 for h in unhealthy[:UNHEALTHY_SHOWN]
             ),
         )  # fmt: skip
@@ -263,11 +264,6 @@ def _to_second(text: str | None) -> str | None:
     if text is None or "." not in text:
         return text
     return text.split(".", 1)[0] + "Z"
-
-
-def _shorten(text: str, limit: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @click.command(cls=DBeatCommand)

@@ -28,6 +28,7 @@ from ._common import (
     json_option,
     runtime,
     seconds_text,
+    shorten,
 )
 from ._forms import KIND_OF_OPTION, edit_form, schedule_json, spec_of, spec_options, spec_text
 
@@ -49,7 +50,7 @@ def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: 
     echo_table(
         ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)", "NOTE"],
         (
-            [i.name, i.task, spec_text(i), i.state, i.next_run, _short(state_note(i), 60) or None]
+            [i.name, i.task, spec_text(i), i.state, i.next_run, shorten(state_note(i), 60) or None]
             for i in infos
         ),
         empty="no schedules",
@@ -115,11 +116,6 @@ def _to_second(value: datetime | None) -> datetime | None:
     return None if value is None else value.replace(microsecond=0)
 
 
-def _short(text: str | None, limit: int = 80) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 #: ``history`` fits a terminal this wide, but with ``--wide``.
 HISTORY_WIDTH = 100
 _BEAT_WIDTH = 14
@@ -156,7 +152,7 @@ def history(name: str, limit: int, wide: bool, as_json: bool) -> None:
                     "manual" if f.manual else "slot",
                     f.status,
                     seconds_text(_round(f.lag)),
-                    _short(f.beat, _BEAT_WIDTH) if f.beat else None,
+                    shorten(f.beat, _BEAT_WIDTH) if f.beat else None,
                     f.run_status,
                     seconds_text(_round(f.run_duration)),
                     _note(f, wide=False),
@@ -212,9 +208,8 @@ def _note(fire: FireInfo, *, wide: bool) -> str | None:
         if wide:
             slots += f" from {iso(fire.first_slot)}"
     origin = "backfill" if fire.origin else ""
-    return (
-        " ".join(filter(None, [origin, slots, _short(fire.error), _short(fire.run_error)])) or None
-    )
+    errors = [shorten(fire.error, 80), shorten(fire.run_error, 80)]
+    return " ".join(filter(None, [origin, slots, *errors])) or None
 
 
 def _round(delta: timedelta | None) -> float | None:
