@@ -113,6 +113,10 @@ def crontab_spec(fields: Mapping[str, Any], zone: str) -> Cron:
     return Cron(" ".join(texts), timezone=zone, days="all")
 
 
+#: What Celery rounds a relative interval's runs down to, by the interval's size.
+_ROUNDED_TO = ((86_400, "day"), (3_600, "hour"), (60, "minute"), (1, "second"))
+
+
 def relative_next(last_run_at: datetime, every: timedelta) -> datetime:
     """When a ``schedule(every, relative=True)`` last run at ``last_run_at`` is due: Celery rounds
     ``last_run_at + every`` down to the day, hour or minute (by the size of ``every``), then to
@@ -133,15 +137,7 @@ def relative_problem(every: timedelta, zone: Any) -> str | None:
     rounding keeps it on a fixed grid only when ``every`` is a whole number of the unit it is
     rounded to (and, for days, local midnights are a fixed distance apart)."""
     seconds = every.total_seconds()
-    unit, word = (
-        (86_400, "day")
-        if seconds >= 86_400
-        else (3_600, "hour")
-        if seconds >= 3_600
-        else (60, "minute")
-        if seconds >= 60
-        else (1, "second")
-    )
+    unit, word = next((size, word) for size, word in _ROUNDED_TO if seconds >= size or size == 1)
     if seconds % unit:
         return (
             f"relative=True rounds each run down to the {word}, so every={seconds:g}s drifts "
