@@ -24,12 +24,7 @@ _KEYS = ("name", "timezone", "dates", "description")
 
 
 def calendar_form(calendar: Calendar) -> dict[str, Any]:
-    return {
-        "name": calendar.name,
-        "timezone": calendar.timezone,
-        "dates": calendar.dates,
-        "description": calendar.description,
-    }
+    return {key: getattr(calendar, key) for key in _KEYS}
 
 
 def parse_calendars(entries: Sequence[Any], source: str) -> list[Calendar]:
