@@ -8,45 +8,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .core.errors import (
-    CalendarExists,
-    CalendarInUse,
-    CalendarNotFound,
-    ConfigOwned,
-    ConfigurationError,
-    DBeatError,
-    ScheduleChanged,
-    ScheduleExists,
-    ScheduleNotFound,
-    SchemaVersionError,
-    ValidationError,
-)
+from .core import errors
+from .core.errors import *  # noqa: F403  (the exception tree: celery_dbeat.core.errors)
 from .core.fires import fire_task_id
 from .core.specs import Cron, Every, Once, Solar
 
 if TYPE_CHECKING:
     from .beat.scheduler import Scheduler
 
-__all__ = [
-    "CalendarExists",
-    "CalendarInUse",
-    "CalendarNotFound",
-    "ConfigOwned",
-    "ConfigurationError",
-    "Cron",
-    "DBeatError",
-    "Every",
-    "Once",
-    "ScheduleChanged",
-    "ScheduleExists",
-    "ScheduleNotFound",
-    "Scheduler",
-    "SchemaVersionError",
-    "Solar",
-    "ValidationError",
-    "__version__",
-    "fire_task_id",
-]
+__all__ = ["Cron", "Every", "Once", "Scheduler", "Solar", "__version__", "fire_task_id"]
+__all__ += errors.__all__
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ app's results must be deleted by a task (:func:`default_entries`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "CLEANUP_CRONTAB",
     "CLEANUP_OPTIONS",
     "CLEANUP_TASK",
+    "crontab_field_text",
     "default_entries",
     "definitions_from_app",
     "spec_from_celery",
@@ -72,12 +73,15 @@ def _crontab_zone(value: Any, app: Celery) -> str:
     return _zone_name(app.timezone)
 
 
-def _cron_field(value: Any) -> str:
+def crontab_field_text(value: Any) -> str:
+    """A crontab field as given or stored (text, a number, or numbers), without spaces."""
     if isinstance(value, str):
         return value.replace(" ", "")
     if isinstance(value, int):
         return str(value)
-    return ",".join(str(v) for v in sorted(value))
+    if isinstance(value, Iterable):
+        return ",".join(str(v) for v in sorted(value))
+    return str(value)
 
 
 def spec_from_celery(value: Any, app: Celery) -> Spec:
@@ -87,7 +91,7 @@ def spec_from_celery(value: Any, app: Celery) -> Spec:
     source: Any = value  # Celery's schedule classes are not fully typed
     if isinstance(value, crontab):
         expr = " ".join(
-            _cron_field(part)
+            crontab_field_text(part)
             for part in (
                 source._orig_minute,
                 source._orig_hour,

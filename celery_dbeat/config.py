@@ -311,6 +311,10 @@ def _duration(key: str, value: object, *, allow_zero: bool = False) -> timedelta
     return delta
 
 
+#: The words a boolean setting may be given as (from an environment variable).
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _validate(name: str, value: Any) -> Any:
     key = f"dbeat_{name}"
     if name in ("database_url", "instance_name", "redis_key_prefix", "metrics_address"):
@@ -351,7 +355,7 @@ def _validate(name: str, value: Any) -> Any:
             return parse_duration(value)
         except ValueError as exc:
             raise ConfigurationError(key, value, str(exc)) from None
-    if name in ("misfire_tolerance",):
+    if name == "misfire_tolerance":
         return _duration(key, value, allow_zero=True)
     if name in ("lock_ttl", "max_interval", "publish_retry_window", "max_run_time"):
         return _duration(key, value)
@@ -383,17 +387,8 @@ def _validate(name: str, value: Any) -> Any:
             )
         return value
     if name in ("auto_migrate", "sync_beat_schedule"):
-        if isinstance(value, str) and value.lower() in (
-            "1",
-            "true",
-            "yes",
-            "on",
-            "0",
-            "false",
-            "no",
-            "off",
-        ):
-            return value.lower() in ("1", "true", "yes", "on")
+        if isinstance(value, str) and value.lower() in (*_TRUE, *_FALSE):
+            return value.lower() in _TRUE
         if not isinstance(value, bool):
             raise ConfigurationError(key, value, "must be true or false")
         return value

@@ -128,8 +128,7 @@ class Reads(Session):
         """The audit trail, newest first: who changed what (``{field: [old, new]}``), when (the
         database's clock) and from where; of the schedule ``name`` (under every name it had),
         from ``since`` on, at most ``limit`` (1 to 10000) entries."""
-        if since is not None:
-            require_aware("since", since)
+        require_aware("since", since)
         with self.store.engine.connect() as conn:
             return audit.entries(conn, name=name, since=since, limit=require_count(limit))
 

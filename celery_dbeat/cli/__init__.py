@@ -14,14 +14,8 @@ from __future__ import annotations
 
 import click
 
+from . import backfill, calendars, database, log, reads, schedules, transfer
 from ._common import DBeatGroup
-from .backfill import backfill
-from .calendars import calendar
-from .database import check, migrate, status, sync
-from .log import log
-from .reads import history, list_, preview, show
-from .schedules import add, pause, remove, resume, trigger, update
-from .transfer import export, import_
 
 __all__ = ["dbeat"]
 
@@ -39,25 +33,7 @@ def dbeat() -> None:
     """
 
 
-for command in (
-    add,
-    update,
-    remove,
-    pause,
-    resume,
-    trigger,
-    backfill,
-    calendar,
-    list_,
-    show,
-    history,
-    log,
-    preview,
-    sync,
-    export,
-    import_,
-    status,
-    migrate,
-    check,
-):
-    dbeat.add_command(command)
+# Each command module's __all__ is its commands.
+for module in (backfill, calendars, database, log, reads, schedules, transfer):
+    for name in module.__all__:
+        dbeat.add_command(getattr(module, name))

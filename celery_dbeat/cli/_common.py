@@ -1,12 +1,14 @@
 """What every ``celery dbeat`` command shares: the app's settings and database, the mapping of
-errors to one line on stderr and an exit code, and the output formats (tables, JSON, instants).
+errors to one line on stderr and an exit code, the output formats (tables, JSON, instants) and
+the warning about tasks the app does not register (:mod:`celery_dbeat.task_names`, the same
+words on every surface).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -19,6 +21,7 @@ from ..api import Schedules
 from ..checks import app_argument
 from ..config import Settings, mask_url
 from ..core.audit import Actor, Surface
+from ..core.definitions import Definition
 from ..core.errors import (
     CalendarNotFound,
     ConfigurationError,
@@ -35,6 +38,7 @@ from ..importers.base import SourceUnavailable
 from ..store.audit import os_user
 from ..store.database import check_schema, driver_message, is_auth_failure
 from ..store.failures import is_disconnect
+from ..task_names import app_task_warning, unknown_tasks
 
 __all__ = [
     "EXIT_CHANGED",
@@ -56,6 +60,8 @@ __all__ = [
     "progress",
     "runtime",
     "seconds_text",
+    "shorten",
+    "warn_unknown_tasks",
 ]
 
 #: Exit codes. Click itself exits with 2 on a malformed command line.
@@ -283,6 +289,23 @@ def echo_table(
             last = last[: room - 1] + "…"
         line = "  ".join(v.ljust(w) for v, w in zip(row[:-1], widths[:-1], strict=True))
         click.echo(f"{line}  {last}" if len(row) > 1 else last)
+
+
+def shorten(text: str | None, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters (with an ellipsis)."""
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def warn_unknown_tasks(
+    app: Any, definitions: Iterable[Definition], *, err: bool = True
+) -> Mapping[str, str]:
+    """Print ``warning: ...`` about the definitions whose task ``app`` does not register (on
+    stderr, or with ``err=False`` on stdout as part of a report); returns ``{schedule: task}``."""
+    unknown = unknown_tasks(app, definitions)
+    if unknown:
+        click.echo(f"warning: {app_task_warning(app, unknown.values())}", err=err)
+    return unknown
 
 
 def echo_json(data: Any) -> None:

@@ -43,7 +43,6 @@ CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
 FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
 #: Every form field of the spec, cleared when the kind changes.
 SPEC_FIELDS = tuple(column for column in SPEC_COLUMNS if column != "kind")
-SPEC_KEYS = SPEC_COLUMNS
 #: Payload and bound options, copied to the form field of the same name.
 PLAIN_OPTIONS = (
     "args_json",
@@ -160,7 +159,8 @@ def form_of(info: ScheduleInfo) -> dict[str, Any]:
     reported (naming its field) only when the form is parsed."""
     spec: dict[str, Any] = info.schedule.fields() if info.schedule is not None else {}
     return {
-        key: spec.get(key) if key in SPEC_KEYS else getattr(info, key, None) for key in FORM_FIELDS
+        key: spec.get(key) if key in SPEC_COLUMNS else getattr(info, key, None)
+        for key in FORM_FIELDS
     }
 
 

@@ -24,12 +24,7 @@ _KEYS = ("name", "timezone", "dates", "description")
 
 
 def calendar_form(calendar: Calendar) -> dict[str, Any]:
-    return {
-        "name": calendar.name,
-        "timezone": calendar.timezone,
-        "dates": calendar.dates,
-        "description": calendar.description,
-    }
+    return {key: getattr(calendar, key) for key in _KEYS}
 
 
 def parse_calendars(entries: Sequence[Any], source: str) -> list[Calendar]:
@@ -80,24 +75,16 @@ def import_calendars(
     report: dict[str, list[str]] = {"created": [], "updated": [], "unchanged": []}
     for calendar in calendars:
         old = current.get(calendar.name)
-        if old is None:
-            report["created"].append(calendar.name)
-            if not dry_run:
-                schedules.calendars.add(
-                    calendar.name,
-                    timezone=calendar.timezone,
-                    dates=calendar.ranges,
-                    description=calendar.description,
-                )
-        elif calendar_form(old) != calendar_form(calendar):
-            report["updated"].append(calendar.name)
-            if not dry_run:
-                schedules.calendars.update(
-                    calendar.name,
-                    timezone=calendar.timezone,
-                    dates=calendar.ranges,
-                    description=calendar.description,
-                )
-        else:
+        if old is not None and calendar_form(old) == calendar_form(calendar):
             report["unchanged"].append(calendar.name)
+            continue
+        report["created" if old is None else "updated"].append(calendar.name)
+        if not dry_run:
+            write = schedules.calendars.add if old is None else schedules.calendars.update
+            write(
+                calendar.name,
+                timezone=calendar.timezone,
+                dates=calendar.ranges,
+                description=calendar.description,
+            )
     return report

@@ -8,7 +8,6 @@ from typing import Any
 import click
 
 from ..core.calendar_sources import holiday_dates, ics_dates, parse_years
-from ..core.calendars import Calendar
 from ..core.text import escaped
 from ._common import (
     CommandError,
@@ -19,18 +18,9 @@ from ._common import (
     echo_table,
     runtime,
 )
+from .calendar_transfer import calendar_form
 
 __all__ = ["calendar"]
-
-
-def _summary(calendar: Calendar) -> dict[str, Any]:
-    return {
-        "name": calendar.name,
-        "timezone": calendar.timezone,
-        "dates": calendar.dates,
-        "description": calendar.description,
-        "version": calendar.version,
-    }
 
 
 def _sourced(
@@ -41,35 +31,25 @@ def _sourced(
     ics: Path | None,
 ) -> list[object]:
     """The dates typed, plus those of a country's holidays and of an iCalendar file."""
-    try:
-        return _read_sources(dates, country, subdiv, years, ics)
-    except ImportError as exc:
-        raise CommandError(str(exc)) from None
-
-
-def _read_sources(
-    dates: str | None,
-    country: str | None,
-    subdiv: str | None,
-    years: str | None,
-    ics: Path | None,
-) -> list[object]:
     found: list[object] = [dates] if dates else []
     if years is not None and country is None and ics is None:
         raise click.UsageError("--years goes with --country or --ics")
     if subdiv is not None and country is None:
         raise click.UsageError("--subdiv goes with --country")
     span = None if years is None else parse_years(years)
-    if country is not None:
-        if span is None:
-            raise click.UsageError("--country needs --years (e.g. --years 2026-2028)")
-        found += holiday_dates(country, span, subdiv)
-    if ics is not None:
-        try:
-            text = ics.read_bytes()
-        except OSError as exc:
-            raise CommandError(f"--ics {ics}: cannot read it: {exc.strerror or exc}") from None
-        found += ics_dates(text, span)
+    try:
+        if country is not None:
+            if span is None:
+                raise click.UsageError("--country needs --years (e.g. --years 2026-2028)")
+            found += holiday_dates(country, span, subdiv)
+        if ics is not None:
+            try:
+                text = ics.read_bytes()
+            except OSError as exc:
+                raise CommandError(f"--ics {ics}: cannot read it: {exc.strerror or exc}") from None
+            found += ics_dates(text, span)
+    except ImportError as exc:  # the extra that reads the source: the message names it
+        raise CommandError(str(exc)) from None
     return found
 
 
@@ -186,7 +166,7 @@ def show(name: str, as_json: bool) -> None:
     with runtime().schedules() as schedules:
         found = schedules.calendars.get(name)
     if as_json:
-        echo_json(_summary(found))
+        echo_json({**calendar_form(found), "version": found.version})
         return
     click.echo(f"name:        {found.name}")
     click.echo(f"timezone:    {found.timezone}")
@@ -204,7 +184,7 @@ def list_(as_json: bool) -> None:
     with runtime().schedules() as schedules:
         found = schedules.calendars.list()
     if as_json:
-        echo_json([_summary(c) for c in found])
+        echo_json([{**calendar_form(c), "version": c.version} for c in found])
         return
     echo_table(
         ["NAME", "TIMEZONE", "DAYS", "VERSION", "DESCRIPTION"],

@@ -13,10 +13,9 @@ from ..api import BeatInfo, ScheduleInfo
 from ..beat_schedule import definitions_from_app
 from ..checks import Level, app_argument, redis_unavailable, run_checks
 from ..config import mask_url
-from ..core.audit import Actor, Surface
+from ..core.audit import Surface
 from ..store.database import check_schema
 from ..store.database import migrate as migrate_schema
-from ..store.sync import sync_config
 from ..task_names import unknown_tasks
 from ._common import (
     EXIT_INPUT,
@@ -31,8 +30,9 @@ from ._common import (
     json_option,
     runtime,
     seconds_text,
+    shorten,
+    warn_unknown_tasks,
 )
-from ._warnings import warn_unknown_tasks
 
 __all__ = ["check", "migrate", "status", "sync"]
 
@@ -74,16 +74,12 @@ def sync(dry_run: bool, as_json: bool) -> None:
     """
     state = runtime()
     definitions = definitions_from_app(state.app)
-    with state.schedules() as schedules:
+    with state.schedules(surface=Surface.SYNC) as schedules:  # the OS user, or --actor
         if is_terminal() and len(definitions) > 100:
             click.echo(f"syncing {len(definitions)} entries ...", err=True)
-        actor = Actor(schedules.actor.name, Surface.SYNC.value)  # the OS user, or --actor
-        report = sync_config(
-            schedules.store, definitions, schedules.clock.now(), dry_run=dry_run, actor=actor
+        report = schedules.apply(
+            definitions, origin="config", disable_missing=True, dry_run=dry_run
         )
-        changed = report.created or report.updated or report.disabled
-        if schedules.notifier is not None and changed and not dry_run:
-            schedules.notifier.notify()  # running beats see the changes now, not at their next poll
     if as_json:
         unknown = unknown_tasks(state.app, definitions)
         echo_json({**asdict(report), "dry_run": dry_run, "unknown_tasks": unknown})
@@ -243,7 +239,7 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
         click.echo("errors")
         echo_table(
             ["  NAME", "LAST ERROR"],
-            ([f"  {e['name']}", _shorten(e["last_error"])] for e in data["errors"]),
+            ([f"  {e['name']}", shorten(e["last_error"], 100)] for e in data["errors"]),
         )
     unhealthy = data["unhealthy"]
     counts_by_reason = Counter(h["reason"] for h in unhealthy)
@@ -255,7 +251,7 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
             (
                 [f"  {h['name']}", h["state"], h["reason"],
                  None if h["reason"] == "overdue" else _to_second(h["last_slot"]),
-                 _to_second(h["last_success_at"]), _shorten(h["error"]) if h["error"] else None]
+                 _to_second(h["last_success_at"]), shorten(h["error"], 100) if h["error"] else None]
                 for h in unhealthy[:UNHEALTHY_SHOWN]
             ),
         )  # fmt: skip
@@ -268,11 +264,6 @@ def _to_second(text: str | None) -> str | None:
     if text is None or "." not in text:
         return text
     return text.split(".", 1)[0] + "Z"
-
-
-def _shorten(text: str, limit: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 @click.command(cls=DBeatCommand)

@@ -1,5 +1,6 @@
-"""Commands that read schedules: list, show, history, preview (``--load``: :mod:`.load`). Each is
-a thin call of :class:`celery_dbeat.api.Schedules`."""
+"""Commands that read schedules: list, show, history, preview (``--load``: the next 24 hours of
+every schedule, drawn in text, as JSON or as SVG). Each is a thin call of
+:class:`celery_dbeat.api.Schedules`."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import click
 from ..api import FireInfo, PreviewSlot, preview_spec
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
+from ..core.loadchart import as_json as load_json
+from ..core.loadchart import svg, text
 from ..core.specs import DAYS_ALL, Cron, Spec
 from ..core.states import state_note
 from ._common import (
@@ -25,9 +28,9 @@ from ._common import (
     json_option,
     runtime,
     seconds_text,
+    shorten,
 )
 from ._forms import KIND_OF_OPTION, edit_form, schedule_json, spec_of, spec_options, spec_text
-from .load import show_load
 
 __all__ = ["history", "list_", "preview", "show"]
 
@@ -47,7 +50,7 @@ def list_(enabled: bool | None, search: str | None, limit: int | None, as_json: 
     echo_table(
         ["NAME", "TASK", "SCHEDULE", "STATE", "NEXT RUN (UTC)", "NOTE"],
         (
-            [i.name, i.task, spec_text(i), i.state, i.next_run, _short(state_note(i), 60) or None]
+            [i.name, i.task, spec_text(i), i.state, i.next_run, shorten(state_note(i), 60) or None]
             for i in infos
         ),
         empty="no schedules",
@@ -113,11 +116,6 @@ def _to_second(value: datetime | None) -> datetime | None:
     return None if value is None else value.replace(microsecond=0)
 
 
-def _short(text: str | None, limit: int = 80) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 #: ``history`` fits a terminal this wide, but with ``--wide``.
 HISTORY_WIDTH = 100
 _BEAT_WIDTH = 14
@@ -154,7 +152,7 @@ def history(name: str, limit: int, wide: bool, as_json: bool) -> None:
                     "manual" if f.manual else "slot",
                     f.status,
                     seconds_text(_round(f.lag)),
-                    _short(f.beat, _BEAT_WIDTH) if f.beat else None,
+                    shorten(f.beat, _BEAT_WIDTH) if f.beat else None,
                     f.run_status,
                     seconds_text(_round(f.run_duration)),
                     _note(f, wide=False),
@@ -210,9 +208,8 @@ def _note(fire: FireInfo, *, wide: bool) -> str | None:
         if wide:
             slots += f" from {iso(fire.first_slot)}"
     origin = "backfill" if fire.origin else ""
-    return (
-        " ".join(filter(None, [origin, slots, _short(fire.error), _short(fire.run_error)])) or None
-    )
+    errors = [shorten(fire.error, 80), shorten(fire.run_error, 80)]
+    return " ".join(filter(None, [origin, slots, *errors])) or None
 
 
 def _round(delta: timedelta | None) -> float | None:
@@ -275,7 +272,7 @@ def preview(
     if load:
         if name is not None or adhoc:
             raise click.UsageError("--load previews every schedule: give no NAME or spec")
-        show_load(after, per=int(per), top=top, svg_file=svg_file, as_json_=as_json)
+        _show_load(after, per=int(per), top=top, svg_file=svg_file, as_json=as_json)
         return
     if svg_file is not None:
         raise click.UsageError("--svg draws the load: give --load too")
@@ -322,3 +319,23 @@ def preview(
         if p.excluded_by is not None:
             line += f"  excluded by calendar {p.excluded_by} (not sent)"
         click.echo(line)
+
+
+def _show_load(
+    start: datetime | None, *, per: int, top: int, svg_file: Path | None, as_json: bool
+) -> None:
+    with runtime().schedules() as schedules:
+        load = schedules.load(start=start, top=top)
+    if svg_file is not None:
+        try:
+            svg_file.write_text(svg(load), encoding="utf-8")
+        except OSError as exc:
+            raise click.ClickException(
+                f"--svg: cannot write {str(svg_file)!r}: {exc.strerror or exc}"
+            ) from None
+    if as_json:
+        echo_json(load_json(load))
+    elif svg_file is None:
+        click.echo(text(load, per=per))
+    else:
+        click.echo(f"wrote {svg_file}: {len(load.herds)} herd(s) in {load.total:,.0f} fires")

@@ -20,6 +20,7 @@ from ._common import (
     json_option,
     runtime,
     seconds_text,
+    warn_unknown_tasks,
 )
 from ._forms import (
     KIND_OF_OPTION,
@@ -30,7 +31,6 @@ from ._forms import (
     spec_options,
     spec_text,
 )
-from ._warnings import warn_unknown_tasks
 
 __all__ = ["add", "pause", "remove", "resume", "trigger", "update"]
 

@@ -45,6 +45,7 @@ from ._common import (
     iso,
     progress,
     runtime,
+    warn_unknown_tasks,
 )
 from ._documents import (
     FORMAT_VERSION,
@@ -56,7 +57,6 @@ from ._documents import (
     yaml_module,
 )
 from ._forms import FIELD_OF_OPTION, definition_of, spec_of
-from ._warnings import warn_unknown_tasks
 from .calendar_transfer import calendar_form, import_calendars, parse_calendars
 
 __all__ = ["export", "import_"]

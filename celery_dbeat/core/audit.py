@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from .calendars import Calendar
-from .errors import ValidationError
+from .errors import ValidationError, one_of
 from .fields import FIELDS, Form
 from .formats import iso
 from .text import refuse_control_characters
@@ -108,11 +108,7 @@ class Actor:
                 "actor", self.name, f"is longer than {MAX_ACTOR} characters ({len(self.name)})"
             )
         refuse_control_characters("actor", self.name)  # `dbeat log` and the admins show it
-        try:
-            Surface(self.surface)
-        except ValueError:
-            choices = ", ".join(s.value for s in Surface)
-            raise ValidationError("surface", self.surface, f"must be one of {choices}") from None
+        one_of("surface", self.surface, Surface)
 
 
 #: Columns whose change is not an edit: the row's identity and version, and what beat computes

@@ -15,7 +15,7 @@ from typing_extensions import Unpack
 
 from .calendars import check_calendar_name
 from .durations import parse_duration
-from .errors import ValidationError
+from .errors import ValidationError, one_of
 from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, ScheduleFields, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
@@ -131,13 +131,7 @@ def _choice(
     fields: Mapping[str, Any], key: str, choices: type[MisfirePolicy] | type[OverlapPolicy]
 ) -> str | None:
     value = fields.get(key)
-    if value is None:
-        return None
-    try:
-        return str(choices(value).value)
-    except ValueError:
-        allowed = ", ".join(c.value for c in choices)
-        raise ValidationError(key, value, f"must be one of {allowed}") from None
+    return None if value is None else str(one_of(key, value, choices).value)
 
 
 def _spec_fields(schedule: Spec | Mapping[str, Any]) -> SpecFields:
@@ -271,26 +265,17 @@ def _instant(field_name: str, value: Any) -> datetime | None:
     return parsed
 
 
-def _whole(field_name: str, value: Any) -> int | None:
+def _number(field_name: str, value: Any, whole: bool) -> float | None:
+    """A number field's plain value: a whole number (``whole``) or any number."""
     if _blank(value):
         return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    cast, what = (int, "a whole number") if whole else (float, "a number")
+    if isinstance(value, (int,) if whole else (int, float)) and not isinstance(value, bool):
+        return cast(value)
     try:
-        return int(str(value).strip())
+        return cast(str(value).strip())
     except ValueError:
-        raise ValidationError(field_name, value, "must be a whole number") from None
-
-
-def _number(field_name: str, value: Any) -> float | None:
-    if _blank(value):
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise ValidationError(field_name, value, "must be a number") from None
+        raise ValidationError(field_name, value, f"must be {what}") from None
 
 
 def _flag(field_name: str, value: Any) -> bool:
@@ -319,10 +304,8 @@ def _plain(f: Field, value: Any) -> Any:
         return None
     if f.form is Form.INSTANT:
         return _instant(f.name, value)
-    if f.form is Form.WHOLE:
-        return _whole(f.name, value)
-    if f.form is Form.NUMBER:
-        return _number(f.name, value)
+    if f.form in (Form.WHOLE, Form.NUMBER):
+        return _number(f.name, value, whole=f.form is Form.WHOLE)
     return value
 
 

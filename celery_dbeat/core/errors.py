@@ -23,6 +23,8 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from enum import Enum
+from typing import TypeVar
 
 from .suggestions import did_you_mean
 from .urls import mask_url
@@ -91,6 +93,18 @@ class ValidationError(DBeatError, ValueError):
         self.value = value
         self.problem = problem
         super().__init__(f"{field}={shown(value)}: {problem}")
+
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def one_of(field: str, value: object, choices: type[_E]) -> _E:
+    """``value`` as a member of ``choices``, else a :class:`ValidationError` listing them."""
+    try:
+        return choices(value)
+    except ValueError:
+        listed = ", ".join(str(c.value) for c in choices)
+        raise ValidationError(field, value, f"must be one of {listed}") from None
 
 
 class ScheduleNotFound(DBeatError, LookupError):

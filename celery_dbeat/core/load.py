@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .calendars import Calendar
+from .definitions import TIMING_COLUMNS
 from .errors import ValidationError
 from .formats import seconds_text
 from .herds import SAMPLE_NAMES, Herd, Load, find_herds, herd_threshold
@@ -60,31 +61,10 @@ __all__ = [
     "LoadCounter",
 ]
 
-#: The columns of a schedule row that :meth:`LoadCounter.add` reads: the timing of
-#: :class:`celery_dbeat.core.fires.ScheduleRow`, its bounds, jitter and calendar, name and uid.
-ROW_COLUMNS = (
-    "name",
-    "uid",
-    "kind",
-    "cron",
-    "timezone",
-    "cron_days",
-    "every",
-    "run_at",
-    "anchor_at",
-    "dst_gap",
-    "dst_fold",
-    "solar_event",
-    "latitude",
-    "longitude",
-    "start_at",
-    "end_at",
-    "max_runs",
-    "run_count",
-    "jitter",
-    "calendar",
-    "created_at",
-)
+#: The columns of a schedule row that :meth:`LoadCounter.add` reads: its name, uid and calendar,
+#: its timing (spec, bounds, jitter), what anchors an interval and what ends its runs.
+_ANCHOR_AND_RUNS = ("anchor_at", "created_at", "max_runs", "run_count")
+ROW_COLUMNS = ("name", "uid", "calendar", *TIMING_COLUMNS, *_ANCHOR_AND_RUNS)
 
 #: Jittered fires whose due instant is hashed; beyond, jitter is spread evenly (expected counts).
 JITTER_BUDGET = 100_000

@@ -7,14 +7,14 @@ the answer. The rows and fires it works on, and their identity, are :mod:`celery
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from itertools import chain, islice, pairwise
 from typing import overload
 
 from .calendars import Calendar
-from .errors import ValidationError
+from .errors import ValidationError, one_of
 from .fires import FireStatus, NewFire, ScheduleRow, Transition, fire_task_id, queued_fires
 from .misfire import LATE_WHILE_WATCHED, Bulk, MisfirePolicy, MisfireRules, SlotGroup, resolve
 from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
@@ -56,13 +56,7 @@ def timing_of(row: ScheduleRow, *, bounds: bool = True) -> Timing:
 def rules_of(row: ScheduleRow, defaults: MisfireRules) -> MisfireRules:
     policy = defaults.policy
     if row.misfire_policy is not None:
-        try:
-            policy = MisfirePolicy(row.misfire_policy)
-        except ValueError:
-            choices = ", ".join(p.value for p in MisfirePolicy)
-            raise ValidationError(
-                "misfire_policy", row.misfire_policy, f"must be one of {choices}"
-            ) from None
+        policy = one_of("misfire_policy", row.misfire_policy, MisfirePolicy)
     grace = defaults.grace
     if row.misfire_grace is not None:
         if not math.isfinite(row.misfire_grace) or row.misfire_grace <= 0:
@@ -95,16 +89,20 @@ def _group(group: SlotGroup[tuple[datetime, datetime]] | None, status: FireStatu
     return [NewFire(group.last[0], status, slot_count=group.count, first_slot=group.first[0])]
 
 
+def _run(
+    slots: Sequence[datetime], status: FireStatus, calendar: str | None = None
+) -> list[NewFire]:
+    """One fire standing for ``slots`` (ascending), or none without any."""
+    if not slots:
+        return []
+    first, last = slots[0], slots[-1]
+    return [NewFire(last, status, slot_count=len(slots), first_slot=first, calendar=calendar)]
+
+
 def overlap_of(row: ScheduleRow) -> OverlapPolicy:
     if row.overlap_policy is None:
         return OverlapPolicy.ALLOW
-    try:
-        return OverlapPolicy(row.overlap_policy)
-    except ValueError:
-        choices = ", ".join(p.value for p in OverlapPolicy)
-        raise ValidationError(
-            "overlap_policy", row.overlap_policy, f"must be one of {choices}"
-        ) from None
+    return one_of("overlap_policy", row.overlap_policy, OverlapPolicy)
 
 
 def plan(
@@ -192,27 +190,11 @@ def _plan(
         NewFire(slot, FireStatus.PENDING, fire_task_id(row.uid, slot)) for slot in send[queued:]
     ]
     fires += [NewFire(slot, FireStatus.BUFFERED, fire_task_id(row.uid, slot)) for slot in buffer]
-    if overlapped:
-        fires.append(
-            NewFire(
-                overlapped[-1],
-                FireStatus.OVERLAP,
-                slot_count=len(overlapped),
-                first_slot=overlapped[0],
-            )
-        )
+    fires += _run(overlapped, FireStatus.OVERLAP)
     fires += _group(result.skipped, FireStatus.SKIPPED)
     fires += _group(result.dropped, FireStatus.DROPPED)
-    if excluded and calendar is not None:
-        fires.append(
-            NewFire(
-                excluded[-1],
-                FireStatus.SKIPPED,
-                slot_count=len(excluded),
-                first_slot=excluded[0],
-                calendar=calendar.name,
-            )
-        )
+    if calendar is not None:
+        fires += _run(excluded, FireStatus.SKIPPED, calendar.name)
     handled = [f.slot for f in fires]
     upcoming = None if finished or result.next_slot is None else result.next_slot
     return Transition(

@@ -18,7 +18,7 @@ from typing import Any
 from celery.schedules import crontab
 from croniter import croniter
 
-from ..beat_schedule import CLEANUP_CRONTAB, CLEANUP_OPTIONS, CLEANUP_TASK
+from ..beat_schedule import CLEANUP_CRONTAB, CLEANUP_OPTIONS, CLEANUP_TASK, crontab_field_text
 from ..core.errors import ValidationError
 from ..core.specs import Cron
 from ..core.timing import CronSpec
@@ -43,20 +43,9 @@ CRONTAB_FIELDS = (
 )
 
 
-def _field_text(value: Any) -> str:
-    """A crontab field as stored (text, a number, or a list of numbers), without spaces."""
-    if isinstance(value, str):
-        return value.replace(" ", "")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return ",".join(str(v) for v in sorted(value))
-    return str(value)
-
-
 def crontab_text(fields: Mapping[str, Any]) -> str:
     """``minute hour day_of_month month_of_year day_of_week`` as the source stores them."""
-    return " ".join(_field_text(fields.get(name, "*")) for name, _, _ in CRONTAB_FIELDS)
+    return " ".join(crontab_field_text(fields.get(name, "*")) for name, _, _ in CRONTAB_FIELDS)
 
 
 def _compact(values: set[int], low: int, high: int) -> str:
@@ -116,12 +105,16 @@ def crontab_spec(fields: Mapping[str, Any], zone: str) -> Cron:
     texts = []
     for index, (name, low, high) in enumerate(CRONTAB_FIELDS):
         matched = {int(v) for v in getattr(parsed, name)}
-        text = _field_text(arguments[name])
+        text = crontab_field_text(arguments[name])
         if _dbeat_values(index, text, low, high) != matched:
             text = _compact(matched, low, high)
         texts.append(text)
     # Celery's crontab needs both day fields to match, unlike cron(8)'s either-or.
     return Cron(" ".join(texts), timezone=zone, days="all")
+
+
+#: What Celery rounds a relative interval's runs down to, by the interval's size.
+_ROUNDED_TO = ((86_400, "day"), (3_600, "hour"), (60, "minute"), (1, "second"))
 
 
 def relative_next(last_run_at: datetime, every: timedelta) -> datetime:
@@ -144,15 +137,7 @@ def relative_problem(every: timedelta, zone: Any) -> str | None:
     rounding keeps it on a fixed grid only when ``every`` is a whole number of the unit it is
     rounded to (and, for days, local midnights are a fixed distance apart)."""
     seconds = every.total_seconds()
-    unit, word = (
-        (86_400, "day")
-        if seconds >= 86_400
-        else (3_600, "hour")
-        if seconds >= 3_600
-        else (60, "minute")
-        if seconds >= 60
-        else (1, "second")
-    )
+    unit, word = next((size, word) for size, word in _ROUNDED_TO if seconds >= size or size == 1)
     if seconds % unit:
         return (
             f"relative=True rounds each run down to the {word}, so every={seconds:g}s drifts "
@@ -182,7 +167,7 @@ def is_celery_cleanup(
     entry of that name changed in any way is the user's, and imported."""
     if name != CLEANUP_TASK or task != CLEANUP_TASK or crontab_fields is None:
         return False
-    fields = {key: _field_text(crontab_fields.get(key, "*")) for key in CLEANUP_CRONTAB}
+    fields = {key: crontab_field_text(crontab_fields.get(key, "*")) for key in CLEANUP_CRONTAB}
     return (
         fields == CLEANUP_CRONTAB and not args and not kwargs and dict(options) == CLEANUP_OPTIONS
     )

@@ -83,7 +83,16 @@ def read_django_celery_beat(engine: Engine, *, naive_zone: tzinfo, now: datetime
     fires the source owes; the definitions do not depend on it."""
     rows, schedules = _load(engine)
     where = f"django-celery-beat at {mask_url(engine.url.render_as_string(False))}"
-    return SourceRead(where, [_entry(row, schedules, naive_zone, now) for row in rows])
+    entries = []
+    for row in rows:
+        name = str(row["name"])
+        try:
+            entries.append(_entry(name, row, schedules, naive_zone, now))
+        except _Refused as exc:
+            entries.append(Imported.refuse(name, str(exc)))
+        except (ArithmeticError, ValueError) as exc:  # instants beyond the calendar
+            entries.append(Imported.refuse(name, f"cannot be read ({exc})"))
+    return SourceRead(where, entries)
 
 
 def _json(row: Row, column: str, empty: str) -> Any:
@@ -100,17 +109,7 @@ class _Refused(Exception):
     """The entry cannot be represented; the message says why."""
 
 
-def _entry(row: Row, schedules: dict[str, dict[Any, Row]], zone: tzinfo, now: datetime) -> Imported:
-    name = str(row["name"])
-    try:
-        return _read_entry(name, row, schedules, zone, now)
-    except _Refused as exc:
-        return Imported.refuse(name, str(exc))
-    except (ArithmeticError, ValueError) as exc:  # instants beyond the calendar
-        return Imported.refuse(name, f"cannot be read ({exc})")
-
-
-def _read_entry(
+def _entry(
     name: str, row: Row, schedules: dict[str, dict[Any, Row]], zone: tzinfo, now: datetime
 ) -> Imported:
     kinds = [kind for kind in KINDS if row.get(f"{kind}_id") is not None]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from ..api import ScheduleInfo, SyncReport
 from ..core.definitions import TIMING_COLUMNS, Definition
 from ..core.errors import ValidationError
-from ..core.formats import seconds_text
+from ..core.formats import iso, seconds_text
 from ..core.misfire import MisfirePolicy, MisfireRules
 from ..store.schedules import CONFIG_ORIGIN
 from .base import Imported, SourceRead
@@ -131,10 +131,6 @@ def expected_next(step: Step, now: datetime, old: Definition | None) -> tuple[da
     return upcoming, "active" if definition.enabled else "paused"
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 #: What a beat starting now sends for a schedule whose next fire passed, by misfire policy.
 _SENDS = {
     MisfirePolicy.LATEST: "one fire, for the newest missed slot",
@@ -151,11 +147,11 @@ def next_text(
     a beat starting now does about it, by the schedule's misfire policy (``rules``: the app's
     defaults)."""
     if upcoming > now:
-        return f"next {_iso(upcoming)}"
+        return f"next {iso(upcoming)}"
     policy = MisfirePolicy(definition.misfire_policy or rules.policy)
     if policy is MisfirePolicy.SKIP:
         return (
-            f"missed since {_iso(upcoming)}: no beat ran since; its misfire policy, skip, sends "
+            f"missed since {iso(upcoming)}: no beat ran since; its misfire policy, skip, sends "
             "nothing for it, and a beat fires it at its first slot after it starts"
         )
     limit = rules.catchup_limit if definition.catchup_limit is None else definition.catchup_limit
@@ -167,16 +163,16 @@ def next_text(
     )
     sends = _SENDS[policy].format(limit=limit)
     return (
-        f"due since {_iso(upcoming)}: no beat ran since; sent when a beat starts (misfire policy "
+        f"due since {iso(upcoming)}: no beat ran since; sent when a beat starts (misfire policy "
         f"{policy.value}: {sends}{older})"
     )
 
 
 def _when(upcoming: datetime, now: datetime) -> str:
     return (
-        f"at {_iso(upcoming)}"
+        f"at {iso(upcoming)}"
         if upcoming > now
-        else f"as soon as a beat starts (due since {_iso(upcoming)})"
+        else f"as soon as a beat starts (due since {iso(upcoming)})"
     )
 
 
@@ -192,10 +188,10 @@ def timing_notes(step: Step, upcoming: datetime | None, state: str, now: datetim
     if source <= now:
         then = "" if upcoming is None else f"; celery-dbeat fires it next {_when(upcoming, now)}"
         return [
-            f"the source owes the fire of {_iso(source)} (its beat is stopped or behind): it is "
+            f"the source owes the fire of {iso(source)} (its beat is stopped or behind): it is "
             f"not sent{then}"
         ]
     if upcoming != source:
         shown = "never" if upcoming is None else _when(upcoming, now)
-        return [f"the source would fire it next at {_iso(source)}, celery-dbeat {shown}"]
+        return [f"the source would fire it next at {iso(source)}, celery-dbeat {shown}"]
     return []

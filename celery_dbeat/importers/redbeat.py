@@ -309,10 +309,14 @@ def read_redbeat(client: Any, settings: RedBeatSettings, *, zone: str, now: date
                 pipe.hget(key, "definition")
                 pipe.hget(key, "meta")
             values.extend(pipe.execute())
-    entries = [
-        _entry(key, _text(values[2 * i]), _text(values[2 * i + 1]), settings, statics, zone, now)
-        for i, key in enumerate(keys)
-    ]
+    entries = []
+    for i, key in enumerate(keys):
+        fallback = key[len(settings.prefix) :] if key.startswith(settings.prefix) else key
+        texts = _text(values[2 * i]), _text(values[2 * i + 1])
+        try:
+            entries.append(_entry(key, fallback, *texts, settings, statics, zone, now))
+        except (ArithmeticError, ValueError) as exc:  # instants beyond the calendar, NaN periods
+            entries.append(Imported.refuse(fallback, f"{key}: cannot be read ({exc})"))
     warnings = []
     if not keys:
         warnings.append(
@@ -330,22 +334,6 @@ def read_redbeat(client: Any, settings: RedBeatSettings, *, zone: str, now: date
 
 
 def _entry(
-    key: str,
-    definition_text: str | None,
-    meta_text: str | None,
-    settings: RedBeatSettings,
-    statics: set[str],
-    zone: str,
-    now: datetime,
-) -> Imported:
-    fallback = key[len(settings.prefix) :] if key.startswith(settings.prefix) else key
-    try:
-        return _read_entry(key, fallback, definition_text, meta_text, settings, statics, zone, now)
-    except (ArithmeticError, ValueError) as exc:  # instants beyond the calendar, NaN periods
-        return Imported.refuse(fallback, f"{key}: cannot be read ({exc})")
-
-
-def _read_entry(
     key: str,
     fallback: str,
     definition_text: str | None,

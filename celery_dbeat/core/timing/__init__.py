@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Protocol
 
-from ..errors import ValidationError
+from ..errors import ValidationError, one_of
 from .cron import CronSpec, DstFold, DstGap
 from .interval import IntervalSpec
 from .once import OnceSpec
@@ -158,11 +158,7 @@ def build_timing(
 
     Raises :class:`~celery_dbeat.core.errors.ValidationError` naming the first bad field.
     """
-    try:
-        spec_kind = SpecKind(kind)
-    except ValueError:
-        choices = ", ".join(k.value for k in SpecKind)
-        raise ValidationError("kind", kind, f"must be one of {choices}") from None
+    spec_kind = one_of("kind", kind, SpecKind)
     require_aware("start_at", start_at)
     require_aware("end_at", end_at)
     if start_at is not None and end_at is not None and end_at < start_at:

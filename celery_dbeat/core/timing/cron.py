@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
-from ..errors import ValidationError
+from ..errors import ValidationError, one_of
 from . import walltimes
 from .cronfields import FIELD_NAMES, never_matches, read
 
@@ -159,18 +159,10 @@ class CronSpec:
         except (CroniterError, ValueError, KeyError, IndexError):
             raise ValidationError("cron", expr, _bad_field(fields, written)) from None
         fixed = not written[0].startswith("*") and not written[1].startswith("*")
-        try:
-            gap = DstGap(dst_gap) if dst_gap else (DstGap.GAP_END if fixed else DstGap.SKIP)
-        except ValueError:
-            raise ValidationError(
-                "dst_gap", dst_gap, f"must be one of {', '.join(g.value for g in DstGap)}"
-            ) from None
-        try:
-            fold = DstFold(dst_fold) if dst_fold else (DstFold.FIRST if fixed else DstFold.BOTH)
-        except ValueError:
-            raise ValidationError(
-                "dst_fold", dst_fold, f"must be one of {', '.join(f.value for f in DstFold)}"
-            ) from None
+        gap = one_of("dst_gap", dst_gap, DstGap) if dst_gap else None
+        fold = one_of("dst_fold", dst_fold, DstFold) if dst_fold else None
+        gap = gap or (DstGap.GAP_END if fixed else DstGap.SKIP)
+        fold = fold or (DstFold.FIRST if fixed else DstFold.BOTH)
         spec = cls(expr.strip(), zone, gap, fold, day_or, tuple(fields))
         if spec.first_slot_after(datetime(2000, 1, 1, tzinfo=UTC)) is None:
             raise ValidationError("cron", expr, "never matches a date (check day and month)")
