@@ -163,8 +163,11 @@ class FireInfo:
 
     @property
     def lag(self) -> timedelta | None:
-        """How long after its slot the fire reached the broker."""
-        return None if self.sent_at is None else self.sent_at - self.slot
+        """How long after its slot the fire reached the broker (``None`` until sent, or for a
+        Django model row, which shares this property, whose slot cannot be read)."""
+        if self.sent_at is None or self.slot is None:
+            return None
+        return self.sent_at - self.slot
 
     @property
     def outcome(self) -> str:

@@ -97,48 +97,46 @@ class StateFilter(admin.SimpleListFilter):
         return queryset.annotate(dbeat_state=state).filter(dbeat_state=self.value())
 
 
-class StatusFilter(admin.SimpleListFilter):
-    """A fire's status, offering every status (not only those already recorded)."""
+class _ColumnFilter(admin.SimpleListFilter):
+    """The rows whose column ``parameter_name`` holds the chosen one of ``values``, offering
+    each (not only those already recorded); with a ``none_label``, also ``none``: the rows where
+    it is NULL."""
 
-    title = "status"
-    parameter_name = "status"
+    values: tuple[str, ...] = ()
+    none_label: str | None = None
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(s.value, s.value) for s in FireStatus]
+        none = [] if self.none_label is None else [("none", self.none_label)]
+        return [*((value, value) for value in self.values), *none]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(status=self.value()) if self.value() else queryset
+        if self.value() == "none" and self.none_label is not None:
+            return queryset.filter(**{f"{self.parameter_name}__isnull": True})
+        return queryset.filter(**{self.parameter_name: self.value()}) if self.value() else queryset
 
 
-class RunStatusFilter(admin.SimpleListFilter):
+class StatusFilter(_ColumnFilter):
+    """A fire's status."""
+
+    title = parameter_name = "status"
+    values = tuple(s.value for s in FireStatus)
+
+
+class RunStatusFilter(_ColumnFilter):
     """What the worker hook reported about a fire's run; ``none`` for fires without a report."""
 
-    title = "run status"
-    parameter_name = "run_status"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [*((s.value, s.value) for s in RunStatus), ("none", "no report")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() == "none":
-            return queryset.filter(run_status__isnull=True)
-        return queryset.filter(run_status=self.value()) if self.value() else queryset
+    title, parameter_name = "run status", "run_status"
+    values = tuple(s.value for s in RunStatus)
+    none_label = "no report"
 
 
-class OriginFilter(admin.SimpleListFilter):
+class OriginFilter(_ColumnFilter):
     """Who asked for a fire: a backfill (``origin`` ``backfill``, the word ``dbeat history``
     shows), or ``none``: beat itself, on time or catching up."""
 
-    title = "origin"
-    parameter_name = "origin"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(BACKFILL_ORIGIN, BACKFILL_ORIGIN), ("none", "beat's own")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() == "none":
-            return queryset.filter(origin__isnull=True)
-        return queryset.filter(origin=self.value()) if self.value() else queryset
+    title = parameter_name = "origin"
+    values = (BACKFILL_ORIGIN,)
+    none_label = "beat's own"
 
 
 def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:

@@ -26,8 +26,7 @@ def load_view(model_admin: admin.ModelAdmin[Any], request: HttpRequest) -> HttpR
 
     if not model_admin.has_view_or_change_permission(request):
         raise PermissionDenied
-    missing = model_admin.tables_missing(request)
-    if missing is not None:
+    if missing := model_admin.tables_missing(request):
         return missing
     load = schedules().load()
     herds = [
