@@ -158,7 +158,8 @@ class FireInfo:
     calendar: str | None = None
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> FireInfo:
+    def from_row(cls, row: Row[Any] | Any) -> FireInfo:
+        """From a ``dbeat_fires`` row: a query's, or an ORM object (the Flask admin's)."""
         return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
 
     @property
