@@ -70,7 +70,6 @@ class ScheduleAdmin(ScheduleWrites):
     search_fields = ("name", "task")
 
     save_on_top = True
-    bound_fields = ("start_at", "end_at", "max_runs", "jitter")
     state_fields = (
         "state",
         "paused",
@@ -126,7 +125,7 @@ class ScheduleAdmin(ScheduleWrites):
                 )
             )
         fieldsets += [
-            ("Bounds and jitter", {"fields": self.bound_fields}),
+            ("Bounds and jitter", {"fields": ("start_at", "end_at", "max_runs", "jitter")}),
             ("Exclusion calendar", {"fields": ("calendar",)}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),

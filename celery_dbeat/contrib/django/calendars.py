@@ -125,9 +125,7 @@ class CalendarAdmin(OnScheduleDatabase):
         return len(stored_dates(obj.dates))
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is None:
-            return _FIELDS
-        return ("name", "timezone", "description", "dates", "version", "updated")
+        return _FIELDS if obj is None else (*_FIELDS, "version", "updated")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("name", "version", "updated") if obj is not None else ()

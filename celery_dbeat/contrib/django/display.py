@@ -20,6 +20,7 @@ from ...core.states import OTHERWISE, RULE, STATES
 from ...store.backfill import BACKFILL_ORIGIN
 
 __all__ = [
+    "RECENT_FIRE_COLUMNS",
     "OriginFilter",
     "RunStatusFilter",
     "StateFilter",
@@ -184,52 +185,39 @@ def _asked_by(fire: Any) -> str:
     return f" ({fire.origin})" if fire.origin else ""
 
 
+#: The columns of the recent fires: each heading, and what a fire shows under it.
+RECENT_FIRE_COLUMNS: dict[str, Callable[[Any], object]] = {
+    "slot": lambda f: format_html("{}{}", instant_of(f, "slot"), _asked_by(f)),
+    "status": lambda f: f.status,
+    "sent at": lambda f: instant_of(f, "sent_at"),
+    "lag": lambda f: show_lag(f.lag),
+    "beat": lambda f: f.beat or "-",
+    "task id": lambda f: f.task_id or "-",
+    "attempts": lambda f: f.attempts,
+    "run": lambda f: f.run_status or "-",
+    "started at": lambda f: instant_of(f, "started_at"),
+    "run time": lambda f: show_lag(f.run_duration),
+    "worker": lambda f: f.worker or "-",
+    "error": lambda f: " / ".join(e for e in (f.error, f.run_error) if e),
+}
+
+
 def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
-    """A table of fires: slot (marked manual, or backfill as ``dbeat history`` marks it),
-    status, sent at, lag, beat, task id, attempts, then the run: its status, start, run time
-    and worker, and the errors."""
+    """A table of fires (:data:`RECENT_FIRE_COLUMNS`): slot (marked manual, or backfill as
+    ``dbeat history`` marks it), status, sent at, lag, beat, task id, attempts, then the run:
+    its status, start, run time and worker, and the errors."""
     more = format_html('<a href="{}">all fires</a>', all_fires_url)
-    rows = [
-        (
-            format_html("{}{}", instant_of(f, "slot"), _asked_by(f)),
-            f.status,
-            instant_of(f, "sent_at"),
-            show_lag(f.lag),
-            f.beat or "-",
-            f.task_id or "-",
-            f.attempts,
-            f.run_status or "-",
-            instant_of(f, "started_at"),
-            show_lag(f.run_duration),
-            f.worker or "-",
-            " / ".join(e for e in (f.error, f.run_error) if e),
-        )
-        for f in fires
-    ]
+    rows = [[cell(f) for cell in RECENT_FIRE_COLUMNS.values()] for f in fires]
     if not rows:
         none: str = format_html("none yet ({})", more)
         return none
-    cells = "<td>{}</td>" * len(rows[0])
-    headings = (
-        "slot",
-        "status",
-        "sent at",
-        "lag",
-        "beat",
-        "task id",
-        "attempts",
-        "run",
-        "started at",
-        "run time",
-        "worker",
-        "error",
-    )
+    cells = "<td>{}</td>" * len(RECENT_FIRE_COLUMNS)
     html: str = format_html(
         '{}<div class="dbeat-recent-fires-box">'
         '<table class="dbeat-recent-fires"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
         "</div><p>{}</p>",
         RECENT_FIRES_STYLE,
-        format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
+        format_html_join("", "<th>{}</th>", ((h,) for h in RECENT_FIRE_COLUMNS)),
         format_html_join("", f"<tr>{cells}</tr>", rows),
         more,
     )

@@ -92,9 +92,6 @@ class TaskInput(forms.TextInput):
     """A text input suggesting the project's registered task names (an HTML ``datalist``);
     any other name may still be typed."""
 
-    def __init__(self) -> None:
-        super().__init__(WIDE)
-
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
     ) -> SafeString:
@@ -157,7 +154,7 @@ def _form_field(f: Field) -> forms.Field:
     if f.name == "kind":
         widget = KindSelect(choices=[(kind, f"{kind} ({what})") for kind, what in KINDS.items()])
     elif f.name == "task":
-        widget = TaskInput()
+        widget = TaskInput(WIDE)
     elif f.form is Form.CHOICE:
         widget = forms.Select(choices=[("", f.blank), *((value, value) for value in f.choices)])
     elif f.form is Form.JSON:
