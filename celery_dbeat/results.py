@@ -158,13 +158,17 @@ class FireInfo:
     calendar: str | None = None
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> FireInfo:
+    def from_row(cls, row: Row[Any] | Any) -> FireInfo:
+        """From a ``dbeat_fires`` row: a query's, or an ORM object (the Flask admin's)."""
         return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
 
     @property
     def lag(self) -> timedelta | None:
-        """How long after its slot the fire reached the broker."""
-        return None if self.sent_at is None else self.sent_at - self.slot
+        """How long after its slot the fire reached the broker (``None`` until sent, or for a
+        Django model row, which shares this property, whose slot cannot be read)."""
+        if self.sent_at is None or self.slot is None:
+            return None
+        return self.sent_at - self.slot
 
     @property
     def outcome(self) -> str:

@@ -13,6 +13,7 @@ ISO-8601 ``/`` works too) and stored in that form, merged and sorted.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ __all__ = [
     "check_calendar_name",
     "parse_dates",
     "preview",
+    "stored_dates",
     "unknown_calendar",
 ]
 
@@ -82,6 +84,16 @@ def unknown_calendar(name: str, known: Iterable[str] = ()) -> ValidationError:
         name,
         f"no calendar has this name{did_you_mean(name, known)} (add it: dbeat calendar add)",
     )
+
+
+def stored_dates(dates: str | None) -> list[str]:
+    """The dates and ranges of a ``dbeat_calendars`` row's ``dates`` column, as the admins show
+    them (the column as written, if it is no JSON list)."""
+    try:
+        entries = json.loads(dates or "")
+    except ValueError:
+        return [str(dates)]
+    return [str(d) for d in entries] if isinstance(entries, list) else [str(dates)]
 
 
 def _date(text: str, entry: object) -> date:

@@ -35,6 +35,7 @@ __all__ = [
     "definition_from_form",
     "definition_to_form",
     "failure_note",
+    "form_field_of",
     "form_text",
     "pause_note",
 ]
@@ -242,6 +243,14 @@ class Definition:
 
 #: Every field of the plain form, in display order (:data:`celery_dbeat.core.fields.FIELDS`).
 FORM_FIELDS = tuple(f.name for f in FIELDS)
+
+
+def form_field_of(error: ValidationError) -> str | None:
+    """The form field a validation error belongs on (``options.priority`` -> ``options``)."""
+    name = error.field.split(".")[0].split("[")[0]
+    if name == "schedule":
+        return "kind"
+    return name if name in FORM_FIELDS else None
 
 
 def _blank(value: Any) -> bool:

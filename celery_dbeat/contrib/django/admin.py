@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from celery_dbeat.core.audit import change_text, decoded_changes, subject
 from celery_dbeat.core.definitions import SPEC_COLUMNS, TIMING_COLUMNS
 from celery_dbeat.core.errors import ConfigOwned, DBeatError
-from celery_dbeat.core.fields import KIND_FIELDS
+from celery_dbeat.core.fields import KIND_FIELDS, KINDS
 from celery_dbeat.core.specs import spec_from_fields
 from celery_dbeat.core.states import state_note
 
@@ -70,14 +70,6 @@ class ScheduleAdmin(ScheduleWrites):
     search_fields = ("name", "task")
 
     save_on_top = True
-    #: Each kind's fieldset: shown alone by the kind menu's script (class dbeat-kind-<kind>).
-    kind_fieldsets = (
-        ("cron", "Cron"),
-        ("interval", "Interval"),
-        ("once", "Once"),
-        ("solar", "Solar"),
-    )
-    bound_fields = ("start_at", "end_at", "max_runs", "jitter")
     state_fields = (
         "state",
         "paused",
@@ -125,15 +117,15 @@ class ScheduleAdmin(ScheduleWrites):
             (None, {"fields": ("name", "task", "enabled")}),
             ("When", {"fields": ("kind",)}),
         ]
-        for kind, title in self.kind_fieldsets:
+        for kind in KINDS:  # each shown alone by the kind menu's script (dbeat-kind-<kind>)
             fieldsets.append(
                 (
-                    f"{title} (used when the kind is {kind})",
+                    f"{kind.title()} (used when the kind is {kind})",
                     {"fields": KIND_FIELDS[kind], "classes": ("dbeat-kind", f"dbeat-kind-{kind}")},
                 )
             )
         fieldsets += [
-            ("Bounds and jitter", {"fields": self.bound_fields}),
+            ("Bounds and jitter", {"fields": ("start_at", "end_at", "max_runs", "jitter")}),
             ("Exclusion calendar", {"fields": ("calendar",)}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
@@ -168,10 +160,6 @@ class ScheduleAdmin(ScheduleWrites):
         limit = obj.pause_after_failures
         paused_at = f" (pauses at {limit})" if limit is not None else ""
         return f"{obj.consecutive_failures}{paused_at}"
-
-    @admin.display(description="state")
-    def state(self, obj: Schedule) -> str:
-        return str(obj.state)
 
     @admin.display(description="note")
     def note(self, obj: Schedule) -> str:

@@ -4,7 +4,8 @@ tables are not usable."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,11 +16,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from celery_dbeat.core.audit import Actor, Surface
+from celery_dbeat.core.errors import ConfigOwned, DBeatError
 
 from .conf import database_alias
 from .tables import tables_problem, unavailable_response
 
-__all__ = ["OnScheduleDatabase", "ReadOnly", "WriteRefused", "request_actor"]
+__all__ = ["OnScheduleDatabase", "ReadOnly", "WriteRefused", "refused", "request_actor"]
 
 
 def request_actor(request: HttpRequest) -> Actor:
@@ -30,7 +32,19 @@ def request_actor(request: HttpRequest) -> Actor:
 class WriteRefused(Exception):
     """The API refused a write after the form validated (a concurrent edit, a name taken, a
     calendar in use): raised by ``save_model`` or ``delete_model``, shown by
-    :meth:`OnScheduleDatabase.api_changeform_view`."""
+    :meth:`OnScheduleDatabase.changeform_view`."""
+
+
+@contextmanager
+def refused(edit_anyway: str | None = None) -> Iterator[None]:
+    """Around an API write: what the API refuses raised as :class:`WriteRefused`, in its words
+    (a schedule from beat_schedule: offering ``edit_anyway``, if given, as the way round)."""
+    try:
+        yield
+    except ConfigOwned as exc:
+        raise WriteRefused(exc.told(edit_anyway)) from exc
+    except DBeatError as exc:
+        raise WriteRefused(str(exc)) from exc
 
 
 class OnScheduleDatabase(admin.ModelAdmin):
@@ -49,45 +63,6 @@ class OnScheduleDatabase(admin.ModelAdmin):
         if problem is None:
             return None
         return unavailable_response(request, self.admin_site, self.opts, problem)
-
-    def api_changeform_view(
-        self,
-        request: HttpRequest,
-        object_id: str | None,
-        form_url: str,
-        extra_context: dict[str, Any] | None,
-    ) -> HttpResponse:
-        """The change form outside Django's transaction (ModelAdmin opens one for POSTs): the
-        API writes in its own. On a SQLite file shared with the tables, Django's would keep a
-        read snapshot from before the API's commit, or hold the write lock the API waits for. A
-        write the API refuses is shown, and nothing is saved."""
-        try:
-            return self._changeform_view(request, object_id, form_url, extra_context)
-        except WriteRefused as exc:
-            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
-
-    def api_delete_view(
-        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None
-    ) -> HttpResponse:
-        """The confirmation page as Django's; the confirmed deletion goes through the API (in
-        ``delete_model``, outside Django's transaction, as :meth:`api_changeform_view`). A
-        deletion the API refuses is shown on the change page, and nothing is deleted."""
-        obj = self.get_object(request, unquote(object_id))
-        if request.method != "POST" or obj is None or not self.has_delete_permission(request, obj):
-            return self._delete_view(request, object_id, extra_context)
-        try:
-            self.delete_model(request, obj)
-        except WriteRefused as exc:
-            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
-            change = reverse(
-                f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
-                args=[obj.pk],
-                current_app=self.admin_site.name,
-            )
-            return HttpResponseRedirect(change)
-        self.log_deleted(request, [obj])
-        return self.response_delete(request, str(obj), obj.pk)
 
     def log_deleted(self, request: HttpRequest, objects: Sequence[Model]) -> None:
         """Record the deletions in Django's admin log, as its own delete views do."""
@@ -110,17 +85,42 @@ class OnScheduleDatabase(admin.ModelAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        return self.tables_missing(request) or self.api_changeform_view(
-            request, object_id, form_url, extra_context
-        )
+        """The change form outside Django's transaction (ModelAdmin opens one for POSTs): the
+        API writes in its own. On a SQLite file shared with the tables, Django's would keep a
+        read snapshot from before the API's commit, or hold the write lock the API waits for. A
+        write the API refuses is shown, and nothing is saved."""
+        if missing := self.tables_missing(request):
+            return missing
+        try:
+            return self._changeform_view(request, object_id, form_url, extra_context)
+        except WriteRefused as exc:
+            self.message_user(request, f"Not saved: {exc}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     @csrf_protect_m
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        return self.tables_missing(request) or self.api_delete_view(
-            request, object_id, extra_context
-        )
+        """The confirmation page as Django's; the confirmed deletion goes through the API (in
+        ``delete_model``, outside Django's transaction, as :meth:`changeform_view`). A
+        deletion the API refuses is shown on the change page, and nothing is deleted."""
+        if missing := self.tables_missing(request):
+            return missing
+        obj = self.get_object(request, unquote(object_id))
+        if request.method != "POST" or obj is None or not self.has_delete_permission(request, obj):
+            return self._delete_view(request, object_id, extra_context)
+        try:
+            self.delete_model(request, obj)
+        except WriteRefused as exc:
+            self.message_user(request, f"Not deleted: {exc}", messages.ERROR)
+            change = reverse(
+                f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+                args=[obj.pk],
+                current_app=self.admin_site.name,
+            )
+            return HttpResponseRedirect(change)
+        self.log_deleted(request, [obj])
+        return self.response_delete(request, str(obj), obj.pk)
 
     def history_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
@@ -141,12 +141,11 @@ class OnScheduleDatabase(admin.ModelAdmin):
         obj._state.adding, obj._state.db = False, fresh._state.db
 
 
+def _denied(*_args: Any, **_kwargs: Any) -> bool:
+    return False
+
+
 class ReadOnly(OnScheduleDatabase):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    """List and detail pages only: nobody adds, changes or deletes a row."""
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    has_add_permission = has_change_permission = has_delete_permission = _denied

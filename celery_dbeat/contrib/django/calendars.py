@@ -10,7 +10,7 @@ the calendar, with a message naming them, and nothing is deleted.
 
 from __future__ import annotations
 
-import json
+from contextlib import suppress
 from typing import Any
 
 from django import forms
@@ -18,25 +18,17 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from celery_dbeat.core.calendars import Calendar as CalendarSpec
-from celery_dbeat.core.errors import CalendarExists, CalendarNotFound, DBeatError, ValidationError
+from celery_dbeat.core.calendars import stored_dates
+from celery_dbeat.core.errors import CalendarExists, CalendarNotFound, ValidationError
 
-from .base import OnScheduleDatabase, WriteRefused, request_actor
+from .base import OnScheduleDatabase, refused, request_actor
 from .conf import database_alias, schedules
 from .display import instant
 from .models import Calendar
 
-__all__ = ["CalendarAdmin", "CalendarForm", "stored_dates"]
+__all__ = ["CalendarAdmin", "CalendarForm"]
 
 _FIELDS = ("name", "timezone", "description", "dates")
-
-
-def stored_dates(obj: Calendar) -> list[str]:
-    """The dates and ranges of ``obj`` (its ``dates`` column as written, if it is no list)."""
-    try:
-        dates = json.loads(obj.dates)
-    except (TypeError, ValueError):
-        return [str(obj.dates)]
-    return [str(d) for d in dates] if isinstance(dates, list) else [str(obj.dates)]
 
 
 class CalendarForm(forms.ModelForm):
@@ -79,7 +71,7 @@ class CalendarForm(forms.ModelForm):
             kwargs["initial"] = {
                 "timezone": instance.timezone,
                 "description": instance.description or "",
-                "dates": "\n".join(stored_dates(instance)),
+                "dates": "\n".join(stored_dates(instance.dates)),
                 **(kwargs.get("initial") or {}),
             }
         super().__init__(*args, **kwargs)
@@ -130,12 +122,10 @@ class CalendarAdmin(OnScheduleDatabase):
 
     @admin.display(description="dates and ranges")
     def entries(self, obj: Calendar) -> int:
-        return len(stored_dates(obj))
+        return len(stored_dates(obj.dates))
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        if obj is None:
-            return _FIELDS
-        return ("name", "timezone", "description", "dates", "version", "updated")
+        return _FIELDS if obj is None else (*_FIELDS, "version", "updated")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("name", "version", "updated") if obj is not None else ()
@@ -155,34 +145,18 @@ class CalendarAdmin(OnScheduleDatabase):
         calendar = form.calendar
         assert calendar is not None  # the form validated
         api = schedules().calendars
-        try:
-            if change:
-                assert form.original_name is not None
-                api.update(
-                    form.original_name,
-                    timezone=calendar.timezone,
-                    dates=calendar.ranges,
-                    description=calendar.description,
-                    actor=request_actor(request),
-                )
-            else:
-                api.add(
-                    calendar.name,
-                    timezone=calendar.timezone,
-                    dates=calendar.ranges,
-                    description=calendar.description or None,
-                    actor=request_actor(request),
-                )
-        except DBeatError as exc:
-            raise WriteRefused(str(exc)) from exc
+        with refused():  # the name is the calendar's own on a change (the form does not rename)
+            (api.update if change else api.add)(
+                calendar.name,
+                timezone=calendar.timezone,
+                dates=calendar.ranges,
+                description=calendar.description,
+                actor=request_actor(request),
+            )
         self.adopt(request, obj, name=calendar.name)
 
     def delete_model(self, request: HttpRequest, obj: Calendar) -> None:
         """Through the API, which refuses a calendar still in use (the message names its
         schedules; nothing is deleted)."""
-        try:
+        with refused(), suppress(CalendarNotFound):  # not found: removed meanwhile
             schedules().calendars.remove(obj.name, actor=request_actor(request))
-        except CalendarNotFound:
-            pass  # removed meanwhile
-        except DBeatError as exc:
-            raise WriteRefused(str(exc)) from exc

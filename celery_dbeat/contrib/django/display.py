@@ -20,6 +20,7 @@ from ...core.states import OTHERWISE, RULE, STATES
 from ...store.backfill import BACKFILL_ORIGIN
 
 __all__ = [
+    "RECENT_FIRE_COLUMNS",
     "OriginFilter",
     "RunStatusFilter",
     "StateFilter",
@@ -97,48 +98,46 @@ class StateFilter(admin.SimpleListFilter):
         return queryset.annotate(dbeat_state=state).filter(dbeat_state=self.value())
 
 
-class StatusFilter(admin.SimpleListFilter):
-    """A fire's status, offering every status (not only those already recorded)."""
+class _ColumnFilter(admin.SimpleListFilter):
+    """The rows whose column ``parameter_name`` holds the chosen one of ``values``, offering
+    each (not only those already recorded); with a ``none_label``, also ``none``: the rows where
+    it is NULL."""
 
-    title = "status"
-    parameter_name = "status"
+    values: tuple[str, ...] = ()
+    none_label: str | None = None
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(s.value, s.value) for s in FireStatus]
+        none = [] if self.none_label is None else [("none", self.none_label)]
+        return [*((value, value) for value in self.values), *none]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(status=self.value()) if self.value() else queryset
+        if self.value() == "none" and self.none_label is not None:
+            return queryset.filter(**{f"{self.parameter_name}__isnull": True})
+        return queryset.filter(**{self.parameter_name: self.value()}) if self.value() else queryset
 
 
-class RunStatusFilter(admin.SimpleListFilter):
+class StatusFilter(_ColumnFilter):
+    """A fire's status."""
+
+    title = parameter_name = "status"
+    values = tuple(s.value for s in FireStatus)
+
+
+class RunStatusFilter(_ColumnFilter):
     """What the worker hook reported about a fire's run; ``none`` for fires without a report."""
 
-    title = "run status"
-    parameter_name = "run_status"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [*((s.value, s.value) for s in RunStatus), ("none", "no report")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() == "none":
-            return queryset.filter(run_status__isnull=True)
-        return queryset.filter(run_status=self.value()) if self.value() else queryset
+    title, parameter_name = "run status", "run_status"
+    values = tuple(s.value for s in RunStatus)
+    none_label = "no report"
 
 
-class OriginFilter(admin.SimpleListFilter):
+class OriginFilter(_ColumnFilter):
     """Who asked for a fire: a backfill (``origin`` ``backfill``, the word ``dbeat history``
     shows), or ``none``: beat itself, on time or catching up."""
 
-    title = "origin"
-    parameter_name = "origin"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(BACKFILL_ORIGIN, BACKFILL_ORIGIN), ("none", "beat's own")]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if self.value() == "none":
-            return queryset.filter(origin__isnull=True)
-        return queryset.filter(origin=self.value()) if self.value() else queryset
+    title = parameter_name = "origin"
+    values = (BACKFILL_ORIGIN,)
+    none_label = "beat's own"
 
 
 def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
@@ -186,52 +185,39 @@ def _asked_by(fire: Any) -> str:
     return f" ({fire.origin})" if fire.origin else ""
 
 
+#: The columns of the recent fires: each heading, and what a fire shows under it.
+RECENT_FIRE_COLUMNS: dict[str, Callable[[Any], object]] = {
+    "slot": lambda f: format_html("{}{}", instant_of(f, "slot"), _asked_by(f)),
+    "status": lambda f: f.status,
+    "sent at": lambda f: instant_of(f, "sent_at"),
+    "lag": lambda f: show_lag(f.lag),
+    "beat": lambda f: f.beat or "-",
+    "task id": lambda f: f.task_id or "-",
+    "attempts": lambda f: f.attempts,
+    "run": lambda f: f.run_status or "-",
+    "started at": lambda f: instant_of(f, "started_at"),
+    "run time": lambda f: show_lag(f.run_duration),
+    "worker": lambda f: f.worker or "-",
+    "error": lambda f: " / ".join(e for e in (f.error, f.run_error) if e),
+}
+
+
 def recent_fires_html(fires: Iterable[Any], all_fires_url: str) -> str:
-    """A table of fires: slot (marked manual, or backfill as ``dbeat history`` marks it),
-    status, sent at, lag, beat, task id, attempts, then the run: its status, start, run time
-    and worker, and the errors."""
+    """A table of fires (:data:`RECENT_FIRE_COLUMNS`): slot (marked manual, or backfill as
+    ``dbeat history`` marks it), status, sent at, lag, beat, task id, attempts, then the run:
+    its status, start, run time and worker, and the errors."""
     more = format_html('<a href="{}">all fires</a>', all_fires_url)
-    rows = [
-        (
-            format_html("{}{}", instant_of(f, "slot"), _asked_by(f)),
-            f.status,
-            instant_of(f, "sent_at"),
-            show_lag(f.lag),
-            f.beat or "-",
-            f.task_id or "-",
-            f.attempts,
-            f.run_status or "-",
-            instant_of(f, "started_at"),
-            show_lag(f.run_duration),
-            f.worker or "-",
-            " / ".join(e for e in (f.error, f.run_error) if e),
-        )
-        for f in fires
-    ]
+    rows = [[cell(f) for cell in RECENT_FIRE_COLUMNS.values()] for f in fires]
     if not rows:
         none: str = format_html("none yet ({})", more)
         return none
-    cells = "<td>{}</td>" * len(rows[0])
-    headings = (
-        "slot",
-        "status",
-        "sent at",
-        "lag",
-        "beat",
-        "task id",
-        "attempts",
-        "run",
-        "started at",
-        "run time",
-        "worker",
-        "error",
-    )
+    cells = "<td>{}</td>" * len(RECENT_FIRE_COLUMNS)
     html: str = format_html(
         '{}<div class="dbeat-recent-fires-box">'
         '<table class="dbeat-recent-fires"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>'
         "</div><p>{}</p>",
         RECENT_FIRES_STYLE,
-        format_html_join("", "<th>{}</th>", ((h,) for h in headings)),
+        format_html_join("", "<th>{}</th>", ((h,) for h in RECENT_FIRE_COLUMNS)),
         format_html_join("", f"<tr>{cells}</tr>", rows),
         more,
     )

@@ -25,6 +25,7 @@ from celery_dbeat.core.definitions import (
     SPEC_COLUMNS,
     Definition,
     definition_from_form,
+    form_field_of,
     form_text,
 )
 from celery_dbeat.core.errors import (
@@ -40,7 +41,7 @@ from .conf import database_alias, schedules
 from .models import Calendar, Schedule
 from .tasks import suggested_task_names
 
-__all__ = ["BackfillForm", "ScheduleForm", "ScheduleFormBase", "form_errors", "form_field_of"]
+__all__ = ["BackfillForm", "ScheduleForm", "ScheduleFormBase", "form_errors"]
 
 #: Fields the shared validation also checks together.
 _BOUNDS = ("start_at", "end_at")
@@ -91,9 +92,6 @@ class TaskInput(forms.TextInput):
     """A text input suggesting the project's registered task names (an HTML ``datalist``);
     any other name may still be typed."""
 
-    def __init__(self) -> None:
-        super().__init__(WIDE)
-
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
     ) -> SafeString:
@@ -105,14 +103,6 @@ class TaskInput(forms.TextInput):
         options = format_html_join("", '<option value="{}"></option>', ((n,) for n in names))
         datalist: SafeString = format_html('<datalist id="{}">{}</datalist>', listed, options)
         return SafeString(html + datalist)
-
-
-def form_field_of(error: ValidationError) -> str | None:
-    """The form field a validation error belongs on (``options.priority`` -> ``options``)."""
-    name = error.field.split(".")[0].split("[")[0]
-    if name == "schedule":
-        return "kind"
-    return name if name in FORM_FIELDS else None
 
 
 def _blank(value: Any) -> bool:
@@ -164,7 +154,7 @@ def _form_field(f: Field) -> forms.Field:
     if f.name == "kind":
         widget = KindSelect(choices=[(kind, f"{kind} ({what})") for kind, what in KINDS.items()])
     elif f.name == "task":
-        widget = TaskInput()
+        widget = TaskInput(WIDE)
     elif f.form is Form.CHOICE:
         widget = forms.Select(choices=[("", f.blank), *((value, value) for value in f.choices)])
     elif f.form is Form.JSON:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.safestring import mark_safe
@@ -22,12 +23,9 @@ LOAD_TEMPLATE = "celery_dbeat/load.html"
 def load_view(model_admin: admin.ModelAdmin[Any], request: HttpRequest) -> HttpResponse:
     """Shown to users who may view schedules; the tables-missing page while they are not
     usable."""
-    from django.core.exceptions import PermissionDenied
-
     if not model_admin.has_view_or_change_permission(request):
         raise PermissionDenied
-    missing = model_admin.tables_missing(request)
-    if missing is not None:
+    if missing := model_admin.tables_missing(request):
         return missing
     load = schedules().load()
     herds = [

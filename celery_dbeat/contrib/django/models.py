@@ -18,13 +18,12 @@ and why; a schedule's ``last_error`` then says so, as celery-dbeat's own reads d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any, NoReturn
 
 import sqlalchemy as sa
 from django.db import models
 
-from ...api import ScheduleInfo
+from ...api import FireInfo, ScheduleInfo
 from ...core.states import schedule_state
 from ...store.models import Base
 from ...store.reading import Unreadable
@@ -59,6 +58,10 @@ class ReadOnlyModel(models.Model):
         abstract = True
 
     save = delete = _refuse
+
+    def __str__(self) -> str:
+        """Its name (a fire and an audit entry, which have none, say more)."""
+        return str(self.name)
 
     @classmethod
     def from_db(
@@ -100,33 +103,26 @@ def _field(column: sa.Column[Any]) -> models.Field:
     raise TypeError(f"no Django field for {column.table.name}.{column.name} ({kind!r})")
 
 
-def _columns_of(table: str, **special: tuple[str, models.Field]) -> Any:
+def _columns_of(
+    table: str, meta: dict[str, Any], special: dict[str, tuple[str, models.Field]] | None = None
+) -> Any:
     """An abstract read-only model with a field per column of the SQLAlchemy ``table``, in
-    table order; ``special`` maps a column to the attribute and field that read it instead
-    (a foreign key)."""
-    attributes: dict[str, Any] = {
-        "__module__": __name__,
-        "Meta": type("Meta", (), {"abstract": True}),
-    }
+    table order, whose ``Meta`` (with ``meta``'s options) the model over ``table`` inherits;
+    ``special`` maps a column to the attribute and field that read it instead (a foreign key)."""
+    options = {"abstract": True, "managed": False, "db_table": table, **meta}
+    attributes: dict[str, Any] = {"__module__": __name__, "Meta": type("Meta", (), options)}
     for column in Base.metadata.tables[table].columns:
-        name, field = special.get(column.name) or (column.name, _field(column))
+        name, field = (special or {}).get(column.name) or (column.name, _field(column))
         attributes[name] = field
     return type(f"{table.title().replace('_', '')}Columns", (ReadOnlyModel,), attributes)
 
 
-_ScheduleColumns: Any = _columns_of("dbeat_schedules")
+_ScheduleColumns: Any = _columns_of(
+    "dbeat_schedules", {"ordering": ("name",), "verbose_name": "schedule"}
+)
 
 
 class Schedule(_ScheduleColumns):
-    class Meta:
-        managed = False
-        db_table = "dbeat_schedules"
-        ordering = ("name",)
-        verbose_name = "schedule"
-
-    def __str__(self) -> str:
-        return str(self.name)
-
     @property
     def state(self) -> str:
         """``active``, ``paused``, ``finished`` or ``error`` (:mod:`celery_dbeat.core.states`)."""
@@ -138,96 +134,62 @@ class Schedule(_ScheduleColumns):
 
 _FireColumns: Any = _columns_of(
     "dbeat_fires",
-    schedule_id=(
-        "schedule",
-        models.ForeignKey(
-            "Schedule",
-            on_delete=models.DO_NOTHING,  # the database cascades; the API deletes history
-            db_column="schedule_id",
-            db_constraint=False,
-            related_name="fires",
-        ),
-    ),
+    {"ordering": ("-slot", "-id"), "verbose_name": "fire"},
+    {
+        "schedule_id": (
+            "schedule",
+            models.ForeignKey(
+                "Schedule",
+                on_delete=models.DO_NOTHING,  # the database cascades; the API deletes history
+                db_column="schedule_id",
+                db_constraint=False,
+                related_name="fires",
+            ),
+        )
+    },
 )
 
 
 class Fire(_FireColumns):
-    class Meta:
-        managed = False
-        db_table = "dbeat_fires"
-        ordering = ("-slot", "-id")
-        verbose_name = "fire"
-
     def __str__(self) -> str:
         kind = "manual fire" if self.manual else "fire"
         at = "an unreadable slot" if self.slot is None else f"{self.slot:%Y-%m-%d %H:%M:%S} UTC"
         return f"{kind} of schedule {self.schedule_id} at {at}"
 
-    @property
-    def lag(self) -> timedelta | None:
-        """How long after its slot the fire reached the broker (as ``FireInfo.lag``)."""
-        if self.sent_at is None or self.slot is None:  # not sent, or cannot be read
-            return None
-        lag: timedelta = self.sent_at - self.slot
-        return lag
-
-    @property
-    def outcome(self) -> str:
-        """The run's status once the worker reported on it, else the fire's (as
-        ``FireInfo.outcome``)."""
-        return str(self.run_status or self.status)
-
-    @property
-    def run_duration(self) -> timedelta | None:
-        """How long the run took (as ``FireInfo.run_duration``)."""
-        if self.runtime is not None:
-            return timedelta(seconds=self.runtime)
-        if self.started_at is not None and self.finished_at is not None:
-            taken: timedelta = self.finished_at - self.started_at
-            return taken
-        return None
+    #: The API's rules, the same properties.
+    lag = FireInfo.lag
+    outcome = FireInfo.outcome
+    run_duration = FireInfo.run_duration
 
 
-_BeatColumns: Any = _columns_of("dbeat_beats")
+_BeatColumns: Any = _columns_of("dbeat_beats", {"ordering": ("name",), "verbose_name": "beat"})
 
 
 class Beat(_BeatColumns):
-    class Meta:
-        managed = False
-        db_table = "dbeat_beats"
-        ordering = ("name",)
-        verbose_name = "beat"
-
-    def __str__(self) -> str:
-        return str(self.name)
+    """A running beat's heartbeat."""
 
 
-_AuditColumns: Any = _columns_of("dbeat_audit")
+_AuditColumns: Any = _columns_of(
+    "dbeat_audit",
+    {
+        "ordering": ("-at", "-id"),
+        "verbose_name": "audit entry",
+        "verbose_name_plural": "audit trail",
+    },
+)
 
 
 class AuditEntry(_AuditColumns):
     """One entry of the audit trail: who changed a schedule, from where, when, and how."""
 
-    class Meta:
-        managed = False
-        db_table = "dbeat_audit"
-        ordering = ("-at", "-id")
-        verbose_name = "audit entry"
-        verbose_name_plural = "audit trail"
-
     def __str__(self) -> str:
         return f"{self.action} of {self.schedule_name} by {self.actor}"
 
 
-_CalendarColumns: Any = _columns_of("dbeat_calendars")
+_CalendarColumns: Any = _columns_of(
+    "dbeat_calendars", {"ordering": ("name",), "verbose_name": "calendar"}
+)
 
 
 class Calendar(_CalendarColumns):
-    class Meta:
-        managed = False
-        db_table = "dbeat_calendars"
-        ordering = ("name",)
-        verbose_name = "calendar"
-
-    def __str__(self) -> str:
-        return str(self.name)
+    """An exclusion calendar: the dates on which the schedules naming it do not fire."""

@@ -6,7 +6,9 @@ asked on a page of its own), each recorded in the schedule's history as an edit 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from contextlib import suppress
 
 from django import forms as django_forms
 from django.contrib import admin, messages
@@ -21,7 +23,7 @@ from celery_dbeat.core.audit import Actor
 from celery_dbeat.core.definitions import MAX_PAUSE_NOTE
 from celery_dbeat.core.errors import ConfigOwned, DBeatError, ScheduleNotFound
 
-from .base import OnScheduleDatabase, WriteRefused, request_actor
+from .base import OnScheduleDatabase, WriteRefused, refused, request_actor
 from .conf import schedules
 from .forms import BackfillForm, ScheduleFormBase
 from .models import Schedule
@@ -54,7 +56,7 @@ class ScheduleWrites(OnScheduleDatabase):
         assert definition is not None  # the form validated
         api = schedules()
         force = bool(form.cleaned_data.get("force"))
-        try:
+        with refused(ConfigOwned.TICK_EDIT_ANYWAY):  # beat_schedule's: since the form's check
             if not change:
                 info = api.create(definition, actor=request_actor(request))
             else:
@@ -62,10 +64,6 @@ class ScheduleWrites(OnScheduleDatabase):
                 info = api.replace(
                     form.original_name, definition, force=force, actor=request_actor(request)
                 )
-        except ConfigOwned as exc:  # it came from beat_schedule after the form's check
-            raise WriteRefused(exc.told(ConfigOwned.TICK_EDIT_ANYWAY)) from exc
-        except DBeatError as exc:
-            raise WriteRefused(str(exc)) from exc
         warning = unknown_task_warning(definition.task)
         if warning is not None:
             self.message_user(request, warning, messages.WARNING)
@@ -76,14 +74,8 @@ class ScheduleWrites(OnScheduleDatabase):
     def delete_model(self, request: HttpRequest, obj: Schedule) -> None:
         """Through the API, which refuses a schedule from beat_schedule (the admin offers no
         override: the next beat start would create it again)."""
-        try:
+        with refused(), suppress(ScheduleNotFound):  # not found: removed meanwhile
             schedules().remove(obj.name, actor=request_actor(request))
-        except ScheduleNotFound:
-            pass  # removed meanwhile
-        except ConfigOwned as exc:
-            raise WriteRefused(exc.told(None)) from exc
-        except DBeatError as exc:
-            raise WriteRefused(str(exc)) from exc
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
         """Each through :meth:`delete_model` (the API), never Django's own SQL."""
@@ -127,7 +119,7 @@ class ScheduleWrites(OnScheduleDatabase):
         """Call ``call`` with each selected schedule's name and ``actor=`` the user; report what
         was refused, record what was done in the schedule's history (``logged(what call
         returned)``; ``None``: nothing to record, as for a dry run), and return it (each name,
-        with what ``call`` returned if anything)."""
+        with what ``call`` returned if it is text)."""
         done: list[str] = []
         actor = request_actor(request)
         for schedule in queryset:
@@ -139,19 +131,15 @@ class ScheduleWrites(OnScheduleDatabase):
                 continue
             if logged is not None:
                 self.log_change(request, schedule, logged(detail))
-            done.append(name if detail is None else f"{name} ({detail})")
+            done.append(f"{name} ({detail})" if isinstance(detail, str) else name)
         return done
 
     @admin.action(description="Pause the selected schedules", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet) -> None:
         """Pause with the note typed beside the action menu, else one naming the user."""
-        api = schedules()
         typed = str(request.POST.get("note", "")).strip()
         note = typed or f"paused from the admin by {request.user.get_username()}"
-
-        def pause(name: str, actor: Actor) -> None:
-            api.pause(name, note=note, actor=actor)
-
+        pause = functools.partial(schedules().pause, note=note)
         done = self._each(request, queryset, pause, lambda _: f"Paused: {note}.")
         if done:
             self.message_user(request, f"Paused: {', '.join(done)}.", messages.SUCCESS)
@@ -161,13 +149,8 @@ class ScheduleWrites(OnScheduleDatabase):
         permissions=["change"],
     )
     def resume(self, request: HttpRequest, queryset: QuerySet) -> None:
-        api = schedules()
-
-        def resume(name: str, actor: Actor) -> None:
-            api.resume(name, actor=actor)  # what it returns is not reported
-
         resumed = "Resumed from now, without catch-up."
-        done = self._each(request, queryset, resume, lambda _: resumed)
+        done = self._each(request, queryset, schedules().resume, lambda _: resumed)
         if done:
             self.message_user(request, f"Resumed: {', '.join(done)}.", messages.SUCCESS)
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ...core.audit import change_text, decoded_changes, subject
 from ...store.models import Audit
-from .base import Access, AdminSession, DBeatView
+from .base import DBeatView
 
 __all__ = ["AUDIT_ENDPOINT", "AuditView"]
 
@@ -39,17 +39,5 @@ class AuditView(DBeatView):
     column_searchable_list = ("schedule_name", "schedule_uid", "actor")
     column_filters = ("surface", "action", "actor")
     column_formatters: ClassVar[dict[str, Any]] = {"schedule_name": _about, "changes": _changes}
-
-    def __init__(
-        self,
-        session: AdminSession,
-        access: Access,
-        *,
-        name: str = "Audit trail",
-        category: str | None = None,
-        endpoint: str = AUDIT_ENDPOINT,
-        url: str = "audit",
-    ) -> None:
-        super().__init__(
-            Audit, session, access, name=name, category=category, endpoint=endpoint, url=url
-        )
+    row_model = Audit
+    default_name, default_endpoint, default_url = "Audit trail", AUDIT_ENDPOINT, "audit"

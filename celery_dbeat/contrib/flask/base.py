@@ -10,11 +10,6 @@ On SQLite every transaction takes the database's write lock (``BEGIN IMMEDIATE``
 ``store/database.py``), so a view ends the session's read transaction (:meth:`DBeatView.end_read`)
 before each API call, which opens its own connection; otherwise the two would wait on each other.
 
-Before its first page a view checks the schema (:func:`schema_problem`): while the tables are
-missing, older than this celery-dbeat or unreachable, every view answers 503 with a page that
-says so and what to run, and checks again on the next request; once they are current it stops
-checking.
-
 A row may hold an instant the driver cannot read (PostgreSQL's ``'-infinity'``, text that is no
 timestamp in SQLite), which would fail the whole page. So the views' ORM queries leave the
 instant columns out (deferred), and :meth:`DBeatView.read_instants` reads them for the rows
@@ -30,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, ClassVar, TypedDict, TypeVar, cast
 
 import sqlalchemy as sa
 from flask import Blueprint, abort, flash, g, make_response, request, url_for
@@ -48,6 +43,7 @@ from markupsafe import Markup
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, defer, scoped_session
 from sqlalchemy.orm.attributes import set_committed_value
+from typing_extensions import Unpack
 
 from ...core.audit import Actor, Surface
 from ...core.errors import ConfigOwned, DBeatError, SchemaVersionError
@@ -66,12 +62,12 @@ __all__ = [
     "DBeatView",
     "GuardedView",
     "SchemaProblem",
+    "Where",
     "badge",
     "bulk_action",
     "edit_link",
     "flash_done",
     "schema_problem",
-    "unreadable_badge",
 ]
 
 SCHEDULES_ENDPOINT = "dbeat_schedules"
@@ -169,24 +165,39 @@ def edit_link(view: Any, context: Any, row: Any, name: str) -> Markup:
     return Markup('<a href="{}">{}</a>').format(url, row.name)
 
 
-def unreadable_badge(problem: Unreadable) -> Markup:
-    """What a page shows in place of a value that cannot be read; the message on hover."""
-    return badge("cannot be read", "danger", str(problem))
+class Where(TypedDict, total=False):
+    """Where a view shows: its menu entry's ``name`` and ``category`` (``None``: top level), its
+    ``endpoint`` and its ``url`` (under the admin's); by default its class's ``default_*``."""
 
-
-def _basic_auth_user() -> str | None:
-    """The HTTP basic auth user of the request, if it has one."""
-    auth = request.authorization
-    return None if auth is None else auth.username
+    name: str
+    category: str | None
+    endpoint: str
+    url: str
 
 
 class GuardedView(BaseView):
     """What every celery-dbeat view shares, listing rows or not: the host's access rule, the page
-    saying what to do until the schema is current (:func:`schema_problem` of
-    :meth:`schema_engine`; not checked again once it is), and our templates."""
+    (503) saying what to run while the tables are missing, older than this celery-dbeat or
+    unreachable (:func:`schema_problem` of :meth:`schema_engine`, asked before each page until
+    they are current), and our templates."""
 
     access: Access
     _schema_current = False
+    default_name: ClassVar[str]
+    default_endpoint: ClassVar[str]
+    default_url: ClassVar[str]
+
+    def __init__(self, *args: Any, access: Access, **where: Unpack[Where]) -> None:
+        """``args``: what the next class's ``__init__`` takes first (a ``ModelView``'s model and
+        session)."""
+        self.access = access
+        super().__init__(
+            *args,
+            name=where.get("name", self.default_name),
+            category=where.get("category"),
+            endpoint=where.get("endpoint", self.default_endpoint),
+            url=where.get("url", self.default_url),
+        )
 
     def schema_engine(self) -> Engine:
         raise NotImplementedError
@@ -237,29 +248,22 @@ class DBeatView(GuardedView, ModelView):
         datetime: _datetime,
     }
 
-    def __init__(
-        self,
-        model: type[Any],
-        session: AdminSession,
-        access: Access,
-        *,
-        name: str,
-        category: str | None,
-        endpoint: str,
-        url: str,
-    ) -> None:
-        self.access = access
-        table = cast(sa.Table, model.__table__)
+    #: The table the view lists.
+    row_model: ClassVar[type[Any]]
+
+    def __init__(self, session: AdminSession, access: Access, **where: Unpack[Where]) -> None:
+        table = cast(sa.Table, self.row_model.__table__)
         (self._key,) = table.primary_key.columns
         #: The instant columns, read apart from the others (:meth:`read_instants`); with a
         #: schedule's ``last_error``, which says when one of them cannot be read.
         self._instants = [c for c in table.columns if isinstance(c.type, UTCDateTime)]
         self._read_apart = [*self._instants, *(c for c in table.columns if c.name == "last_error")]
-        super().__init__(model, session, name=name, category=category, endpoint=endpoint, url=url)
+        super().__init__(self.row_model, session, access=access, **where)
 
     def who(self) -> Actor:
         """The logged-in user, as the audit trail records them (``anonymous`` without one)."""
-        name = (self.actor or _basic_auth_user)()
+        auth = request.authorization  # the HTTP basic auth user, without an actor function
+        name = self.actor() if self.actor is not None else auth and auth.username
         return Actor(name or "anonymous", Surface.FLASK_ADMIN.value)
 
     # Rows holding a value that cannot be read --------------------------------------------------
@@ -360,19 +364,19 @@ class DBeatView(GuardedView, ModelView):
         problems: dict[tuple[type[Any], Any], Unreadable] = g.get("dbeat_unreadable", {})
         return problems.get((self.model, getattr(row, self._key.name)))
 
+    def _badge_of(self, model: Any, name: str) -> Markup | None:
+        """What a page shows in place of a value that cannot be read; the message on hover."""
+        problem = self.unreadable(model)
+        unread = problem is not None and name in problem.columns
+        return badge("cannot be read", "danger", str(problem)) if unread else None
+
     @pass_context  # as Flask-Admin's: the templates call it with their context
     def get_list_value(self, context: Any, model: Any, name: str) -> Any:
-        problem = self.unreadable(model)
-        if problem is not None and name in problem.columns:
-            return unreadable_badge(problem)
-        return super().get_list_value(context, model, name)
+        return self._badge_of(model, name) or super().get_list_value(context, model, name)
 
     @pass_context
     def get_detail_value(self, context: Any, model: Any, name: str) -> Any:
-        problem = self.unreadable(model)
-        if problem is not None and name in problem.columns:
-            return unreadable_badge(problem)
-        return super().get_detail_value(context, model, name)
+        return self._badge_of(model, name) or super().get_detail_value(context, model, name)
 
     # Schema, session ---------------------------------------------------------------------------
 
@@ -382,11 +386,8 @@ class DBeatView(GuardedView, ModelView):
 
     def create_blueprint(self, admin: Any) -> Blueprint:
         blueprint = super().create_blueprint(admin)
-        blueprint.teardown_request(self._release_session)
+        blueprint.teardown_request(lambda _exc: self.session.remove())
         return blueprint
-
-    def _release_session(self, exc: BaseException | None) -> None:
-        self.session.remove()
 
     def end_read(self) -> None:
         """End the session's read transaction (keeping loaded rows) before an API call."""

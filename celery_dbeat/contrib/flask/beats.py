@@ -7,10 +7,11 @@ from typing import Any, ClassVar
 
 from flask import g
 from markupsafe import Markup
+from typing_extensions import Unpack
 
 from ...api import Schedules
 from ...store.models import Beat
-from .base import BEATS_ENDPOINT, Access, AdminSession, DBeatView, badge
+from .base import BEATS_ENDPOINT, Access, AdminSession, DBeatView, Where, badge
 from .display import duration
 
 __all__ = ["BeatView"]
@@ -25,10 +26,8 @@ def _state(view: BeatView, context: Any, beat: Beat, name: str) -> Markup:
 
 class BeatView(DBeatView):
     """Heartbeats: one row per running beat, written every ``dbeat_max_interval`` and removed
-    when the beat stops cleanly. A beat is live by the rule of
-    :meth:`celery_dbeat.api.Schedules.live_beats` (the run-now action's): its heartbeat is at
-    most the API's ``live_within`` old (``Schedules.from_app``: 3 x ``dbeat_max_interval``;
-    otherwise :data:`celery_dbeat.api.LIVE_WITHIN`, 15 s)."""
+    when the beat stops cleanly; live by :meth:`celery_dbeat.api.Schedules.live_beats` (the
+    run-now action's rule)."""
 
     can_create = False
     can_edit = False
@@ -44,21 +43,14 @@ class BeatView(DBeatView):
     column_searchable_list = ("name", "hostname")
     column_formatters: ClassVar[dict[str, Any]] = {"state": _state}
 
+    row_model = Beat
+    default_name, default_endpoint, default_url = "Beats", BEATS_ENDPOINT, "beats"
+
     def __init__(
-        self,
-        schedules: Schedules,
-        session: AdminSession,
-        access: Access,
-        *,
-        name: str = "Beats",
-        category: str | None = None,
-        endpoint: str = BEATS_ENDPOINT,
-        url: str = "beats",
+        self, schedules: Schedules, session: AdminSession, access: Access, **where: Unpack[Where]
     ) -> None:
         self.schedules = schedules
-        super().__init__(
-            Beat, session, access, name=name, category=category, endpoint=endpoint, url=url
-        )
+        super().__init__(session, access, **where)
 
     def get_list(self, *args: Any, **kwargs: Any) -> Any:
         listed = super().get_list(*args, **kwargs)

@@ -9,19 +9,20 @@ it); a removal is refused while schedules name it, and the refusal names them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from flask import flash
 from flask_admin.form import SecureForm
 from flask_admin.helpers import get_form_data
+from typing_extensions import Unpack
 from wtforms import StringField, TextAreaField
 
 from ...api import Schedules
+from ...core.calendars import stored_dates
 from ...core.errors import CalendarExists, DBeatError, ValidationError
 from ...store.models import Calendar
-from .base import Access, AdminSession, DBeatView, bulk_action, edit_link
+from .base import Access, AdminSession, DBeatView, Where, bulk_action, edit_link
 
 __all__ = ["CALENDARS_ENDPOINT", "CalendarForm", "CalendarView"]
 
@@ -45,17 +46,8 @@ class CalendarForm(SecureForm):
     )
 
 
-def stored_dates(row: Calendar) -> list[str]:
-    """The dates and ranges of ``row`` (its ``dates`` column as written, if it is no list)."""
-    try:
-        dates = json.loads(row.dates)
-    except (TypeError, ValueError):
-        return [str(row.dates)]
-    return [str(d) for d in dates] if isinstance(dates, list) else [str(row.dates)]
-
-
 def _entries(view: CalendarView, context: Any, row: Calendar, name: str) -> int:
-    return len(stored_dates(row))
+    return len(stored_dates(row.dates))
 
 
 class CalendarView(DBeatView):
@@ -75,25 +67,21 @@ class CalendarView(DBeatView):
     column_searchable_list = ("name", "description")
     column_formatters: ClassVar[dict[str, Any]] = {"name": edit_link, "entries": _entries}
 
+    row_model = Calendar
+    default_name, default_endpoint, default_url = "Calendars", CALENDARS_ENDPOINT, "calendars"
+
     def __init__(
         self,
         schedules: Schedules,
         session: AdminSession,
         access: Access,
         *,
-        name: str = "Calendars",
-        category: str | None = None,
-        endpoint: str = CALENDARS_ENDPOINT,
-        url: str = "calendars",
         actor: Callable[[], str | None] | None = None,
+        **where: Unpack[Where],
     ) -> None:
-        """``actor``: the logged-in user's name, for the audit trail (default: the HTTP basic
-        auth user)."""
         self.schedules = schedules
         self.actor = actor
-        super().__init__(
-            Calendar, session, access, name=name, category=category, endpoint=endpoint, url=url
-        )
+        super().__init__(session, access, **where)
 
     def edit_form(self, obj: Calendar | None = None) -> Any:
         values: dict[str, Any] = {}
@@ -102,26 +90,16 @@ class CalendarView(DBeatView):
                 "name": obj.name,
                 "timezone": obj.timezone,
                 "description": obj.description or "",
-                "dates": "\n".join(stored_dates(obj)),
+                "dates": "\n".join(stored_dates(obj.dates)),
             }
         form = self._edit_form_class(get_form_data(), data=values)
         form.name.render_kw = {"readonly": True}  # schedules name it: no rename
         return form
 
     def create_model(self, form: Any) -> Calendar | bool:
-        try:
-            self.end_read()
-            created = self.schedules.calendars.add(
-                form.name.data or "",
-                timezone=form.timezone.data or "",
-                dates=form.dates.data or "",
-                description=form.description.data or None,
-                actor=self.who(),
-            )
-        except DBeatError as exc:
-            self._not_saved(form, exc)
+        if not self._save(form, self.schedules.calendars.add, form.name.data or ""):
             return False
-        model = self._by_name(created.name)
+        model = self._by_name(form.name.data or "")
         self.after_model_change(form, model, True)
         return model if model is not None else True
 
@@ -130,10 +108,19 @@ class CalendarView(DBeatView):
             form.name.errors = [*form.name.errors, "a calendar cannot be renamed"]
             flash("Calendar not saved: a calendar cannot be renamed", "error")
             return False
+        if not self._save(form, self.schedules.calendars.update, model.name):
+            return False
+        self.load(model.id)  # the same object, read again
+        self.after_model_change(form, model, False)
+        return True
+
+    def _save(self, form: Any, write: Callable[..., object], name: str) -> bool:
+        """Write the form's calendar ``name`` with ``write`` (the API's ``add`` or ``update``);
+        a refusal is shown, on its field if it names one."""
         try:
             self.end_read()
-            self.schedules.calendars.update(
-                model.name,
+            write(
+                name,
                 timezone=form.timezone.data or "",
                 dates=form.dates.data or "",
                 description=form.description.data or "",
@@ -142,8 +129,6 @@ class CalendarView(DBeatView):
         except DBeatError as exc:
             self._not_saved(form, exc)
             return False
-        self.load(model.id)  # the same object, read again
-        self.after_model_change(form, model, False)
         return True
 
     def _not_saved(self, form: Any, exc: DBeatError) -> None:

@@ -20,11 +20,8 @@ __all__ = [
     "local_instant",
     "next_run",
     "overlap_summary",
-    "run_time",
     "spec_summary",
 ]
-
-#: A schedule's state, as ``celery_dbeat.api.ScheduleInfo.state`` computes it.
 
 
 def instant(value: datetime | None) -> str:
@@ -92,16 +89,6 @@ def overlap_summary(row: Schedule) -> str:
     if row.max_run_time is None:
         return f"{policy} (runs lost after dbeat_max_run_time)"
     return f"{policy} (runs lost after {duration(timedelta(seconds=row.max_run_time))})"
-
-
-def run_time(fire: Fire) -> timedelta | None:
-    """How long the run took: the worker's measure, else from start to finish (as
-    ``celery_dbeat.api.FireInfo.run_duration``)."""
-    if fire.runtime is not None:
-        return timedelta(seconds=fire.runtime)
-    if fire.started_at is not None and fire.finished_at is not None:
-        return fire.finished_at - fire.started_at
-    return None
 
 
 def fire_outcome(fire: Fire) -> str:

@@ -12,7 +12,6 @@ it is for.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask_admin.form import SecureForm, rules
@@ -28,14 +27,12 @@ from wtforms.validators import InputRequired, NumberRange, StopValidation
 
 from ...core.backfill import MAX_BACKFILL
 from ...core.definitions import FORM_FIELDS
-from ...core.errors import ValidationError
 from ...core.fields import FIELDS, KINDS, Field, Form
 from ...core.formats import parse_instant
 
 __all__ = [
     "BackfillForm",
     "ScheduleForm",
-    "field_of",
     "form_data",
     "schedule_form_rules",
 ]
@@ -124,14 +121,6 @@ ScheduleForm: type[Any] = type("ScheduleForm", (SecureForm,), {f.name: _widget(f
 def form_data(form: Any) -> dict[str, Any]:
     """The plain values ``definition_from_form`` reads."""
     return {name: form[name].data for name in FORM_FIELDS}
-
-
-def field_of(error: ValidationError) -> str | None:
-    """The form field a validation error belongs to (``options.priority`` -> ``options``)."""
-    base = re.split(r"[.\[]", error.field, maxsplit=1)[0]
-    if base in FORM_FIELDS:
-        return base
-    return "kind" if base == "schedule" else None
 
 
 class BackfillForm(SecureForm):

@@ -10,12 +10,22 @@ import sqlalchemy as sa
 from flask import g, url_for
 from flask_admin.contrib.sqla import filters as sqla_filters
 from markupsafe import Markup
+from typing_extensions import Unpack
 
+from ...api import FireInfo
 from ...core.fires import FireStatus, RunStatus
 from ...store.backfill import BACKFILL_ORIGIN
 from ...store.models import Fire, Schedule
-from .base import FIRES_ENDPOINT, SCHEDULES_ENDPOINT, Access, AdminSession, DBeatView, badge
-from .display import duration, fire_outcome, run_time
+from .base import (
+    FIRES_ENDPOINT,
+    SCHEDULES_ENDPOINT,
+    Access,
+    AdminSession,
+    DBeatView,
+    Where,
+    badge,
+)
+from .display import duration, fire_outcome
 
 __all__ = ["FireView", "ScheduleNameFilter"]
 
@@ -62,9 +72,8 @@ def _schedule(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
 
 
 def _lag(view: FireView, context: Any, fire: Fire, name: str) -> str:
-    if fire.sent_at is None or fire.slot is None:  # not sent, or an instant cannot be read
-        return ""
-    return duration(fire.sent_at - fire.slot)
+    lag = FireInfo.from_row(fire).lag  # None: not sent, or an instant cannot be read
+    return "" if lag is None else duration(lag)
 
 
 def _outcome(view: FireView, context: Any, fire: Fire, name: str) -> Markup:
@@ -78,7 +87,7 @@ def _run(view: FireView, context: Any, fire: Fire, name: str) -> Markup | str:
 
 
 def _ran(view: FireView, context: Any, fire: Fire, name: str) -> str:
-    taken = run_time(fire)
+    taken = FireInfo.from_row(fire).run_duration
     return "" if taken is None else duration(taken)
 
 
@@ -184,21 +193,19 @@ class FireView(DBeatView):
         key: value for key, value in column_formatters.items() if key != "error"
     }
 
+    row_model = Fire
+    default_name, default_endpoint, default_url = "Fire history", FIRES_ENDPOINT, "fires"
+
     def __init__(
         self,
         session: AdminSession,
         access: Access,
         *,
-        name: str = "Fire history",
-        category: str | None = None,
-        endpoint: str = FIRES_ENDPOINT,
-        url: str = "fires",
         schedules_endpoint: str = SCHEDULES_ENDPOINT,
+        **where: Unpack[Where],
     ) -> None:
         self.schedules_endpoint = schedules_endpoint
-        super().__init__(
-            Fire, session, access, name=name, category=category, endpoint=endpoint, url=url
-        )
+        super().__init__(session, access, **where)
 
     def history_url(self, schedule: str) -> str:
         """The history page filtered to one schedule."""

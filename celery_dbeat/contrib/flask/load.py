@@ -9,10 +9,11 @@ from typing import Any
 from flask_admin import expose
 from markupsafe import Markup
 from sqlalchemy.engine import Engine
+from typing_extensions import Unpack
 
 from ...api import Schedules
 from ...core.loadchart import again_text, forecast_svg, past_svg
-from .base import Access, GuardedView
+from .base import Access, GuardedView, Where
 
 __all__ = ["LOAD_ENDPOINT", "LoadView"]
 
@@ -23,19 +24,11 @@ LOAD_TEMPLATE = "celery_dbeat/load.html"
 class LoadView(GuardedView):
     """``<admin url>/load/``: read-only."""
 
-    def __init__(
-        self,
-        schedules: Schedules,
-        access: Access,
-        *,
-        name: str = "Next 24 hours",
-        category: str | None = None,
-        endpoint: str = LOAD_ENDPOINT,
-        url: str = "load",
-    ) -> None:
+    default_name, default_endpoint, default_url = "Next 24 hours", LOAD_ENDPOINT, "load"
+
+    def __init__(self, schedules: Schedules, access: Access, **where: Unpack[Where]) -> None:
         self.schedules = schedules
-        self.access = access
-        super().__init__(name=name, category=category, endpoint=endpoint, url=url)
+        super().__init__(access=access, **where)
 
     @expose("/")
     def index(self) -> Any:

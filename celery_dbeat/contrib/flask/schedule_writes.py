@@ -13,13 +13,13 @@ from flask import abort, flash, redirect, request, url_for
 from flask_admin import expose
 
 from ...api import Schedules
-from ...core.definitions import definition_from_form, pause_note
+from ...core.definitions import definition_from_form, form_field_of, pause_note
 from ...core.errors import ConfigOwned, DBeatError, ScheduleExists, ValidationError
 from ...core.formats import parse_instant
 from ...store.models import Schedule
 from ...task_names import unknown_task_warning
 from .base import DBeatView, bulk_action, flash_done
-from .forms import BackfillForm, field_of, form_data
+from .forms import BackfillForm, form_data
 
 __all__ = ["FORCE_FIELD", "PAUSE_NOTE_FIELD", "ScheduleWrites", "admin_pause_note"]
 
@@ -87,7 +87,7 @@ class ScheduleWrites(DBeatView):
     def _not_saved(self, form: Any, exc: DBeatError) -> None:
         text, field = str(exc), None
         if isinstance(exc, ValidationError):
-            field = field_of(exc)
+            field = form_field_of(exc)
         elif isinstance(exc, ScheduleExists):
             field = "name"
         elif isinstance(exc, ConfigOwned):

@@ -12,6 +12,7 @@ from flask_admin.contrib.sqla import filters as sqla_filters
 from flask_admin.form import rules
 from flask_admin.helpers import get_form_data
 from markupsafe import Markup
+from typing_extensions import Unpack
 from wtforms import BooleanField
 
 from ...api import Schedules
@@ -22,7 +23,7 @@ from ...core.overlap import OverlapPolicy
 from ...core.states import STATES, schedule_state, state_note
 from ...store.models import Schedule
 from ...store.schedules import CONFIG_ORIGIN, state_expression
-from .base import SCHEDULES_ENDPOINT, Access, AdminSession, badge, edit_link
+from .base import SCHEDULES_ENDPOINT, Access, AdminSession, Where, badge, edit_link
 from .display import instant, local_instant, next_run, overlap_summary, spec_summary
 from .forms import ScheduleForm, schedule_form_rules
 from .history import FireView
@@ -164,6 +165,9 @@ class ScheduleView(ScheduleWrites):
         "history": _history,
     }
 
+    row_model = Schedule
+    default_name, default_endpoint, default_url = "Schedules", SCHEDULES_ENDPOINT, "schedules"
+
     def __init__(
         self,
         schedules: Schedules,
@@ -171,26 +175,20 @@ class ScheduleView(ScheduleWrites):
         access: Access,
         *,
         history: FireView,
-        name: str = "Schedules",
-        category: str | None = None,
-        endpoint: str = SCHEDULES_ENDPOINT,
-        url: str = "schedules",
         task_names: TaskNames | None = None,
         actor: Callable[[], str | None] | None = None,
+        **where: Unpack[Where],
     ) -> None:
         """``task_names``: the registered Celery task names the task field suggests (free text
         stays allowed); a saved task that is not among them gets a warning, not a refusal,
-        since it may be registered only in the workers. ``actor``: the logged-in user's name,
-        for the audit trail (default: the HTTP basic auth user)."""
+        since it may be registered only in the workers. ``actor``: see :attr:`actor`."""
         self.schedules = schedules
         self.actor = actor
         self.history = history
         self.task_names = _task_names(task_names)
         if self.task_names is not None:
             self.form_widget_args = {"task": {"list": TASK_NAMES_LIST}}
-        super().__init__(
-            Schedule, session, access, name=name, category=category, endpoint=endpoint, url=url
-        )
+        super().__init__(session, access, **where)
 
     # Forms -------------------------------------------------------------------------------------
 
@@ -219,9 +217,10 @@ class ScheduleView(ScheduleWrites):
     def _overview(self, row: Schedule, count: int = 5) -> dict[str, Any]:
         """What the edit page shows above the form: state, the next slots, links."""
         zone = row.timezone if row.kind == "cron" and row.timezone else "UTC"
+        state, problem = schedule_state(row), self.unreadable(row)
         overview: dict[str, Any] = {
-            "state": schedule_state(row),
-            "badge": _STATE_BADGES[schedule_state(row)],
+            "state": state,
+            "badge": _STATE_BADGES[state],
             "spec": spec_summary(row),
             "zone": zone,
             "next_run_at": next_run(row),
@@ -242,11 +241,8 @@ class ScheduleView(ScheduleWrites):
             "preview": [],
             "preview_removes": False,
             "preview_error": None,
-            "unreadable": None,
+            "unreadable": problem.form_note() if problem is not None else None,
         }
-        problem = self.unreadable(row)
-        if problem is not None:
-            overview["unreadable"] = problem.form_note()
         self.end_read()
         try:
             slots = self.schedules.preview(row.name, count=count)
