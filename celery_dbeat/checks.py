@@ -66,12 +66,8 @@ def _schema(engine: Engine, app: str | None) -> Finding:
 
 
 def redis_findings(settings: Settings, client: Any) -> list[Finding]:
-    """Whether Redis lets celery-dbeat in, and whether it may evict lock keys.
-
-    Redis refusing the credentials, or (an ACL user) a command, key or channel beats use, is an
-    error: a configuration mistake that waiting does not fix. A Redis that cannot be reached is
-    a warning: an outage, which beats ride out by claiming fires through the database.
-    """
+    """Whether Redis lets celery-dbeat in (:func:`redis_unavailable`; an ACL user refused a
+    command, key or channel beats use is an error too), and whether it may evict lock keys."""
     from .redis_client import UNAVAILABLE, describe_client
 
     where = describe_client(client)

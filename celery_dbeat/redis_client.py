@@ -1,16 +1,10 @@
 """The Redis client of locks, change notifications and checks: one URL and a dict of options.
 
 Every Redis connection celery-dbeat opens is built here, from ``dbeat_redis_url`` and
-``dbeat_redis_options``:
-
-======================================================  =========================================
-``redis://[user:password@]host[:port][/db]``            one server; ``user`` is an ACL user
-``rediss://host:port/0?ssl_cert_reqs=required&...``     one server over TLS
-``unix://[user:password@]/run/redis.sock?db=0``         one server on a Unix socket
-``sentinel://host1:26379;sentinel://host2:26379/0``     Sentinel, as Celery and kombu spell it;
-                                                        ``master_name`` in the options
-``redis+cluster://host:port[;redis+cluster://...]``     Redis Cluster (``rediss+cluster://``: TLS)
-======================================================  =========================================
+``dbeat_redis_options``: one server (``redis://``, ``rediss://`` for TLS, ``unix://``), Sentinel
+(``sentinel://h1:26379;sentinel://h2:26379/0``, as Celery and kombu spell it, ``master_name`` in
+the options) or Redis Cluster (``redis+cluster://``, ``rediss+cluster://`` for TLS); the
+configuration guide (``docs/how-to/configuration.md``) shows each.
 
 The URL's query takes redis-py's connection arguments (``ssl_ca_certs``, ``socket_timeout``, ...);
 the options take the same arguments and win over the query. A Sentinel URL's credentials, ``db``
@@ -105,14 +99,10 @@ _SCHEMES = {
 _SOCKET_TIMEOUTS = ("socket_timeout", "socket_connect_timeout")
 
 
-def check_url(url: str, *, setting: str = "dbeat_redis_url") -> None:
-    """Raise :class:`~celery_dbeat.core.errors.ConfigurationError` (naming ``setting``, the URL
-    masked) unless :func:`create_client` can read ``url``; no I/O."""
-    _read_url(url, setting)
-
-
-def _read_url(url: str, setting: str) -> tuple[str, list[dict[str, Any]]]:
-    """The scheme of ``url`` and redis-py's reading of each server's URL in it."""
+def check_url(url: str, *, setting: str = "dbeat_redis_url") -> tuple[str, list[dict[str, Any]]]:
+    """The scheme of ``url`` and redis-py's reading of each server's URL in it; raises
+    :class:`~celery_dbeat.core.errors.ConfigurationError` (naming ``setting``, the URL masked)
+    unless :func:`create_client` can read ``url``. No I/O."""
     # Only a list of URLs is split: a single URL's password may hold a ';'.
     parts = url.split(";") if url.count("://") > 1 else [url]
     schemes = {part.partition("://")[0].lower() for part in parts}
@@ -145,7 +135,7 @@ def create_client(
     one of :data:`UNAVAILABLE`.
     """
     options = dict(options or {})
-    scheme, parsed = _read_url(url, setting)
+    scheme, parsed = check_url(url, setting=setting)
     # Later URLs repeat or complete the first (``sentinel://h1;sentinel://h2/0`` names db 0).
     kwargs: dict[str, Any] = {"retry": Retry(NoBackoff(), 1), **defaults}
     for part in parsed:

@@ -222,7 +222,7 @@ class Schedules(Reads):
         """Store an already validated definition (from ``definition_from_form``) as new."""
         self.check(definition)
         with self.write(actor) as w, w.watch(definition.name, Action.CREATE) as seen:
-            schedules.create_schedule(w.conn, definition, w.now)
+            schedules.create_schedules(w.conn, [definition], w.now)
         self.warn_unknown_tasks([definition])
         return ScheduleInfo.from_row(_found(seen.after, definition.name))
 

@@ -6,22 +6,19 @@ long."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from celery.utils.log import get_logger
 
-from ..clock import SharedClock
-from ..config import Settings
 from ..core.calendars import Calendar
 from ..core.fires import FireKey, FireStatus, ScheduleRow, Transition
 from ..core.overlap import IDLE, RunState
 from ..core.planning import plan
 from ..locks import FireLock
-from ..store import Store
 from ..store.calendars import CalendarCache
-from .metrics import Metrics
-from .pacing import BATCH_SHARE_OF_LEASE, Watch, next_batch_size
-from .publishing import PublishAhead, Publishing, log_fire
+from .pacing import BATCH_SHARE_OF_LEASE, Part, next_batch_size
+from .publishing import PublishAhead, log_fire
 
 __all__ = ["RECORDED_WEIGHT", "OnTime"]
 
@@ -38,31 +35,18 @@ class _GiveBack(Exception):
     than hold two batches recorded and not yet sent (or this transaction open) any longer."""
 
 
-class OnTime:
+@dataclass(eq=False)
+class OnTime(Part):
     """One beat's on-time batches (see the module docstring)."""
 
-    def __init__(
-        self,
-        store: Store,
-        lock: FireLock,
-        settings: Settings,
-        clock: SharedClock,
-        publishing: Publishing,
-        metrics: Metrics,
-        watch: Watch,
-    ) -> None:
-        self.store = store
-        self.lock = lock
-        self.settings = settings
-        self.clock = clock
-        self.publishing = publishing
-        self.metrics = metrics
-        self.watch = watch
-        self.rules = settings.misfire_rules
-        self.beat = settings.instance_name
+    lock: FireLock
+
+    def __post_init__(self) -> None:
+        self.rules = self.settings.misfire_rules
+        self.beat = self.settings.instance_name
         #: Rows claimed (and fires recorded) per batch: ``batch_size``, less while batches take
         #: long (see :func:`next_batch_size`).
-        self.batch_size = settings.batch_size
+        self.batch_size = self.settings.batch_size
         self._ahead: PublishAhead | None = None
         #: Schedules whose planning failed, with the error last logged.
         self._broken: dict[int, str] = {}
@@ -74,8 +58,7 @@ class OnTime:
         (locked by them, or claimed or recorded by them first)."""
         budget_end = self.clock.monotonic() + self.settings.max_interval.total_seconds()
         left_to_others = False
-        # Publish each batch while the next one is claimed and recorded (not on SQLite, whose
-        # one writer at a time gains nothing from it).
+        # Publish each batch while the next one is claimed and recorded.
         if self.store.publishes_ahead:
             self._ahead = PublishAhead(self.publishing)
         try:
@@ -164,12 +147,10 @@ class OnTime:
         """Plan ``rows`` in order until the fires planned would pass ``budget`` or the time
         ``deadline`` (monotonic) is passed; the rest stay due for the next batch.
 
-        Only the fires the batch publishes count whole; a row it only records (a schedule's
-        catch-up is one queued run, however many slots; skipped slots are one row) weighs
-        :data:`RECORDED_WEIGHT`: it is inserted now, not published within this batch's lease.
-        (Recorded as a row per slot and counted whole, a 110,000-fire catch-up after a week-long
-        outage kept the on-time slots of the schedules not yet planned waiting for tens of
-        seconds.)"""
+        A row only recorded weighs :data:`RECORDED_WEIGHT` (a schedule's catch-up is one queued
+        run, however many slots; skipped slots are one row): counted whole, a 110,000-fire
+        catch-up after a week-long outage kept the on-time slots of the schedules not yet
+        planned waiting for tens of seconds."""
         transitions: list[Transition] = []
         weight = 0.0
         for row in rows:

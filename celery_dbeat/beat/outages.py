@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from celery.utils.log import get_logger
 
-from ..clock import Outage, SharedClock
-from ..config import Settings
+from ..clock import Outage
 from ..store.failures import driver_message, is_auth_failure, is_disconnect
-from .pacing import Watch
+from .pacing import Part
 
 __all__ = ["REMIND_EVERY", "Outages"]
 
@@ -23,18 +22,16 @@ REMIND_EVERY = 60.0
 _SKEW_WARNING = 1.0
 
 
-class Outages:
+class Outages(Part):
     """One beat's database outages and refusals, and its clock's skew (see the module
     docstring). An outage ends the beat's watch (:attr:`.Watch.up_since`): it was not ticking
     meanwhile."""
 
-    def __init__(self, settings: Settings, clock: SharedClock, watch: Watch) -> None:
-        self._max_sleep = settings.max_interval.total_seconds()
-        self._clock = clock
-        self._watch = watch
-        self._database = Outage(longest=_MAX_OUTAGE_BACKOFF, monotonic=clock.monotonic)
+    def __post_init__(self) -> None:
+        self._max_sleep = self.settings.max_interval.total_seconds()
+        self._database = Outage(longest=_MAX_OUTAGE_BACKOFF, monotonic=self.clock.monotonic)
         #: Ticks the database refused for another reason than lost connectivity.
-        self._refused = Outage(longest=_MAX_OUTAGE_BACKOFF, monotonic=clock.monotonic)
+        self._refused = Outage(longest=_MAX_OUTAGE_BACKOFF, monotonic=self.clock.monotonic)
         self._refusal: str | None = None
         self._skewed = False
 
@@ -53,7 +50,7 @@ class Outages:
         return self._tick_refused(exc)
 
     def _unreachable(self, exc: Exception) -> float:
-        self._watch.up_since = None  # not working meanwhile
+        self.watch.up_since = None  # not working meanwhile
         if self._database.failed():
             logger.error("dbeat: schedule database unreachable, retrying: %s", driver_message(exc))
         elif (took := self._database.remind(REMIND_EVERY)) is not None:
@@ -97,7 +94,7 @@ class Outages:
         the database server's, and when it agrees again."""
         # Harmless now that due times follow the database server, but worth an operator's look
         # (log times, and other software on the host, still follow the host's clock).
-        skew = self._clock.offset().total_seconds()
+        skew = self.clock.offset().total_seconds()
         skewed = abs(skew) >= _SKEW_WARNING
         if skewed and not self._skewed:
             logger.warning(

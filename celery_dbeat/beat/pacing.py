@@ -2,19 +2,25 @@
 inside the lease (:func:`next_batch_size`), the allowance of queued catch-up fires
 (``dbeat_catchup_rate``, :class:`Allowance`), the "behind" episodes a beat reports
 (:class:`Behind`), and since when the beats have watched the schedules (:class:`Watch`). Pure
-bookkeeping on numbers and instants the ticker hands in."""
+bookkeeping on numbers and instants the ticker hands in, and what the parts of a ticker share
+(:class:`Part`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from celery.utils.log import get_logger
 
+from ..clock import SharedClock
 from ..config import Settings
 from ..core.misfire import watched_since
+from ..store import Store
+from .metrics import Metrics
+from .publishing import Publishing
 
-__all__ = ["BATCH_SHARE_OF_LEASE", "Allowance", "Behind", "Watch", "next_batch_size"]
+__all__ = ["BATCH_SHARE_OF_LEASE", "Allowance", "Behind", "Part", "Watch", "next_batch_size"]
 
 logger = get_logger(__name__)
 
@@ -50,6 +56,21 @@ class Watch:
 
     def since(self, now: datetime) -> datetime:
         return watched_since(now, self.up_since, self.lifetimes, self._slack)
+
+
+@dataclass(eq=False)
+class Part:
+    """What the parts of one beat's ticker (:class:`.ticker.Ticker`) share."""
+
+    store: Store
+    settings: Settings
+    clock: SharedClock
+    publishing: Publishing
+    metrics: Metrics
+    watch: Watch
+
+    def __post_init__(self) -> None:
+        """Set up the part's own state."""
 
 
 class Behind:

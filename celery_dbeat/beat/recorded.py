@@ -1,8 +1,6 @@
-"""Fires recorded before they are published, outside the on-time batch: fires taken over from a
-beat that did not publish them within their lease and run-now fires (:meth:`Recorded.
-recover_pending`), buffered fires whose previous run is over (:meth:`Recorded.release_buffered`),
-and queued slots (catch-up, backfill; :meth:`Recorded.drain_queued`), each published in chunks
-sized on this beat's publishing rate so that its own leases never run out meanwhile."""
+"""Fires recorded before they are published, outside the on-time batch: taken over from a beat
+that did not publish them within their lease, run-now, buffered and queued fires, each published
+in chunks sized on this beat's publishing rate so that its own leases never run out meanwhile."""
 
 from __future__ import annotations
 
@@ -10,12 +8,7 @@ from datetime import datetime
 
 from celery.utils.log import get_logger
 
-from ..clock import SharedClock
-from ..config import Settings
-from ..store import Store
-from .metrics import Metrics
-from .pacing import Allowance
-from .publishing import Publishing
+from .pacing import Allowance, Part
 
 __all__ = ["Recorded"]
 
@@ -30,26 +23,14 @@ _DRAIN_FOR = 1.0
 _RECOVER_CHUNK = 1.0
 
 
-class Recorded:
+class Recorded(Part):
     """One beat's publishing of recorded fires (see the module docstring)."""
 
-    def __init__(
-        self,
-        store: Store,
-        settings: Settings,
-        clock: SharedClock,
-        publishing: Publishing,
-        metrics: Metrics,
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.clock = clock
-        self.publishing = publishing
-        self.metrics = metrics
+    def __post_init__(self) -> None:
         #: A whole chunk was taken over: more may be waiting, for the next tick at once.
         self.more_to_recover = False
         #: ``dbeat_catchup_rate``: the queued fires this beat may publish now.
-        self.catchup = Allowance(settings.catchup_rate, clock.monotonic)
+        self.catchup = Allowance(self.settings.catchup_rate, self.clock.monotonic)
         self._draining_since: float | None = None
         self._drained = 0
 

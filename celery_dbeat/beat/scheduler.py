@@ -350,27 +350,13 @@ class Scheduler(celery_beat.Scheduler):
             dbeat_schedule=request.schedule_name,
             dbeat_slot=request.slot.isoformat(),
         )
+        sending = dict(options, task_id=request.task_id, producer=self.producer, headers=headers)
         try:
             task = self.app.tasks.get(request.task)
             if task is not None:
-                task.apply_async(
-                    tuple(args),
-                    kwargs,
-                    task_id=request.task_id,
-                    producer=self.producer,
-                    headers=headers,
-                    **options,
-                )
+                task.apply_async(tuple(args), kwargs, **sending)
             else:
-                self.app.send_task(
-                    request.task,
-                    args,
-                    kwargs,
-                    task_id=request.task_id,
-                    producer=self.producer,
-                    headers=headers,
-                    **options,
-                )
+                self.app.send_task(request.task, args, kwargs, **sending)
         except Exception:
             self._drop_connection()
             raise

@@ -7,9 +7,7 @@ One tick (see README "How a fire is published exactly once"):
    recorded fires whose recording beat did not publish them within their lease (it died or was
    paused), and run-now fires, and publish them with their recorded task id (:mod:`.recorded`).
 2. Open a transaction and lock up to ``batch_size`` due schedules (``next_run_at <= now``), skipping
-   rows another beat has locked: those that came due while beats ran first, then those every
-   beat missed (so after a long outage, a schedule already planned in the first pass over the
-   others has its next slot taken before the rest of that pass).
+   rows another beat has locked, in the order :meth:`.Store.claim_due` says.
 3. Plan each: misfire resolution, overlap policy, the slots to publish, the next slot (pure,
    :mod:`planning`).
 4. Claim each fire's lock (one Redis pipeline); drop the schedules another beat holds.
@@ -72,22 +70,16 @@ class Ticker:
     ) -> None:
         self.store = store
         self.settings = settings
-        #: "Now" for every decision is the database server's clock, carried on this host's
-        #: monotonic clock between readings (:class:`SharedClock`): a beat whose wall clock is
-        #: wrong or stepped neither fires early nor skips slots. Local on SQLite, whose beats
-        #: share a host.
+        #: "Now" for every decision: the database server's clock (:class:`SharedClock`).
         self.clock = SharedClock(clock)
         self.metrics = metrics
         self.publishing = Publishing(store, publish, settings, self.clock, metrics)
-        #: Slots due since this beat's stretch of ticking began, or while other beats ran, are
-        #: late, never missed.
         self.watch = Watch(settings.lock_ttl)
-        self.on_time = OnTime(
-            store, lock, settings, self.clock, self.publishing, metrics, self.watch
-        )
-        self.recorded = Recorded(store, settings, self.clock, self.publishing, metrics)
-        self.upkeep = Upkeep(store, settings, self.clock, metrics, self.watch)
-        self.outages = Outages(settings, self.clock, self.watch)
+        shared = (store, settings, self.clock, self.publishing, metrics, self.watch)
+        self.on_time = OnTime(*shared, lock)
+        self.recorded = Recorded(*shared)
+        self.upkeep = Upkeep(*shared)
+        self.outages = Outages(*shared)
         self.fire_due = self.on_time.fire_due
         self.recover_pending = self.recorded.recover_pending
         self._behind = Behind(settings)

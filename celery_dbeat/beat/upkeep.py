@@ -11,12 +11,8 @@ from datetime import datetime, timedelta
 from celery.utils.log import get_logger
 
 from .._version import __version__
-from ..clock import SharedClock
-from ..config import Settings
-from ..store import Store
 from ..store.failures import DATABASE_ERRORS, driver_message, is_refusal
-from .metrics import Metrics
-from .pacing import Watch
+from .pacing import Part
 
 __all__ = ["Upkeep"]
 
@@ -30,27 +26,20 @@ _PRUNE_GOING_ON = 5.0
 _SUCCESS_LOOKBACK = timedelta(hours=1)
 
 
-class Upkeep:
+class Upkeep(Part):
     """One beat's heartbeat, pruning and queried metrics (see the module docstring)."""
 
-    def __init__(
-        self, store: Store, settings: Settings, clock: SharedClock, metrics: Metrics, watch: Watch
-    ) -> None:
-        self.store = store
-        self.settings = settings
-        self.clock = clock
-        self.metrics = metrics
-        self.watch = watch
+    def __post_init__(self) -> None:
         self._last_prune: float | None = None
         #: Where the next prune of the schedules' ``history_limit`` goes on from (a schedule id).
         self._limits_from = 0
-        self._successes_since = clock.local.now() - _SUCCESS_LOOKBACK
+        self._successes_since = self.clock.local.now() - _SUCCESS_LOOKBACK
         self._identity = {
-            "name": settings.instance_name,
+            "name": self.settings.instance_name,
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
             "version": __version__,
-            "started_at": clock.local.now(),
+            "started_at": self.clock.local.now(),
         }
 
     def heartbeat(self, now: datetime) -> None:

@@ -105,7 +105,10 @@ class RedisLock:
         except UNAVAILABLE as exc:
             self._outage(exc)
             return set(keys)
-        self._recovered()
+        if (took := self._redis.recovered()) is not None:
+            logger.warning(
+                "dbeat: Redis reachable again after %.1f s; per-fire locks resumed", took
+            )
         return {key for key, won in zip(keys, answers, strict=True) if won}
 
     def release(self, keys: Iterable[FireKey]) -> None:
@@ -156,10 +159,3 @@ class RedisLock:
             mask_url(self._url),
             exc,
         )
-
-    def _recovered(self) -> None:
-        took = self._redis.recovered()
-        if took is not None:
-            logger.warning(
-                "dbeat: Redis reachable again after %.1f s; per-fire locks resumed", took
-            )

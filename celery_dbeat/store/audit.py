@@ -21,7 +21,7 @@ import getpass
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ from ..core.formats import iso
 from . import schedules
 from .models import A, S
 from .pruning import HOST_MONOTONIC, delete_in_batches
-from .reading import chunked, read_rows
+from .reading import chunked, named_rows, read_rows
 
 __all__ = [
     "SYNC_ACTOR",
@@ -159,9 +159,7 @@ def record_rows(
     now: list[dict[str, Any]] = []
     for ids in chunked(list(old)):
         now += [dict(r._mapping) for r in read_rows(conn, sa.select(S).where(S.c.id.in_(ids)))[0]]
-    for new in chunked(list(names)):
-        query = sa.select(S).where(S.c.name.in_(new))
-        now += [dict(r._mapping) for r in read_rows(conn, query)[0]]
+    now += [dict(r._mapping) for r in named_rows(conn, names)]
     found = []
     for row in sorted(now, key=lambda r: r["id"]):
         change = changes(old.get(row["id"]), row)
@@ -206,17 +204,7 @@ class Entry:
         return "calendar" if self.action in CALENDAR_ACTIONS else "schedule"
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "at": iso(self.at),
-            "actor": self.actor,
-            "surface": self.surface,
-            "action": self.action,
-            "kind": self.kind,
-            "name": self.name,
-            "uid": self.uid,
-            "changes": self.changes,
-        }
+        return dict(asdict(self), at=iso(self.at), kind=self.kind)
 
 
 def entries(

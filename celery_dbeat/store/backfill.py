@@ -218,28 +218,11 @@ def backfill(
     )
     if not slots:
         return report
-    recorded = list(
-        conn.execute(
-            sa.select(*_RUN_COLUMNS).where(
-                F.c.schedule_id == row.id,
-                F.c.manual.is_(False),
-                F.c.slot >= start,
-                F.c.slot <= end,
-            )
-        )
-    )
+    its_own = sa.select(*_RUN_COLUMNS).where(F.c.schedule_id == row.id, F.c.manual.is_(False))
+    recorded = list(conn.execute(its_own.where(F.c.slot >= start, F.c.slot <= end)))
     # Rows of runs of held-back slots that reach into the range from after it.
-    recorded += list(
-        conn.execute(
-            sa.select(*_RUN_COLUMNS).where(
-                F.c.schedule_id == row.id,
-                F.c.manual.is_(False),
-                F.c.slot > end,
-                F.c.first_slot <= end,
-                F.c.status.in_(_HELD_BACK),
-            )
-        )
-    )
+    reaching = its_own.where(F.c.slot > end, F.c.first_slot <= end, F.c.status.in_(_HELD_BACK))
+    recorded += list(conn.execute(reaching))
     wanted = set(slots)
     on_its_way = {r.slot for r in recorded if r.status in _ON_ITS_WAY}
     on_its_way |= queued_slots(conn, row.id, start, end)  # those of queued runs too

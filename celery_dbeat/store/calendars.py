@@ -52,7 +52,7 @@ def calendar_of(row: Row[Any]) -> Calendar:
     try:
         dates = json.loads(row.dates)
     except (TypeError, ValueError):
-        raise ValidationError("dates", row.dates, "is not a JSON list of dates") from None
+        dates = None
     if not isinstance(dates, list):
         raise ValidationError("dates", row.dates, "is not a JSON list of dates")
     calendar = Calendar.create(row.name, timezone=row.timezone, dates=dates, version=row.version)

@@ -75,12 +75,17 @@ def _current(connection: Connection) -> str | None:
     return context.get_current_revision()
 
 
-def _known(revision: str) -> bool:
-    script = ScriptDirectory.from_config(_config())
+def _refuse_unknown(revision: str) -> None:
+    """Refuse a schema at a revision this celery-dbeat does not know (a newer one wrote it)."""
     try:
-        return script.get_revision(revision) is not None
+        known = ScriptDirectory.from_config(_config()).get_revision(revision) is not None
     except Exception:
-        return False
+        known = False
+    if not known:
+        raise SchemaVersionError(
+            f"the database schema is at revision {revision!r}, which this celery-dbeat does not "
+            "know (it was written by a newer version); upgrade celery-dbeat"
+        )
 
 
 def migrate_command(app: str | None = None) -> str:
@@ -102,11 +107,7 @@ def check_schema(engine: Engine, app: str | None = None) -> str:
             f"the celery-dbeat tables are not installed; run {migrate_command(app)} "
             "or set dbeat_auto_migrate=True"
         )
-    if not _known(current):
-        raise SchemaVersionError(
-            f"the database schema is at revision {current!r}, which this celery-dbeat does not "
-            "know (it was written by a newer version); upgrade celery-dbeat"
-        )
+    _refuse_unknown(current)
     raise SchemaVersionError(
         f"the database schema is at revision {current!r}, older than {head!r}; run "
         f"{migrate_command(app)} or set dbeat_auto_migrate=True"
@@ -160,11 +161,8 @@ def migrate(engine: Engine, revision: str = "head") -> str:
     """
     with _migration(engine) as connection:
         current = _current(connection)
-        if current is not None and not _known(current):
-            raise SchemaVersionError(
-                f"the database schema is at revision {current!r}, which this celery-dbeat "
-                "does not know (it was written by a newer version); upgrade celery-dbeat"
-            )
+        if current is not None:
+            _refuse_unknown(current)
         if revision == "head" and current == _head():
             return current
         command.upgrade(_config(connection), revision)
@@ -234,10 +232,9 @@ class Store:
     # The due path -----------------------------------------------------------------------------
 
     def peek(self) -> Peek:
-        """When the earliest enabled schedule is due, whether some need a recompute, when the
-        first queued fire may go, and (in the same query) a reading of the database clock. Locks
-        nothing. The schedules whose earliest stored instant cannot be read are set aside first
-        (counted in ``set_aside``)."""
+        """What is due next (:class:`.due.Peek`), with a reading of the database clock in the
+        same query. Locks nothing. The schedules whose earliest stored instant cannot be read
+        are set aside first (counted in ``set_aside``)."""
         return due.peek(self.engine, self.clock)
 
     def claim_due(

@@ -1,15 +1,7 @@
-"""Beat's due path: what is due (:func:`peek`), the batch of due schedules a beat claims
-(:func:`claim_due`) and how it records what it planned (:meth:`DueBatch.record`).
-
-The write path is one transaction per batch of due schedules::
-
-    with claim_due(engine, clock, now, limit, beat) as batch:  # FOR UPDATE SKIP LOCKED
-        ...plan each batch.schedules[i]...
-        to_publish = batch.record(transitions, lease_until)   # compare-and-set + fire rows
-
-``record`` advances each schedule's ``next_run_at`` only if it still holds the value (and
-definition ``version``) that was read, and inserts the fire rows in the same transaction; the
-unique key on ``(schedule_id, slot, manual)`` makes a second recording of a slot impossible.
+"""Beat's due path behind :class:`.database.Store` (whose docstrings state the contract): what is
+due (:func:`peek`), the batch of due schedules a beat claims (:func:`claim_due`) and how it
+records what it planned (:meth:`DueBatch.record`). The unique key on ``(schedule_id, slot,
+manual)`` makes a second recording of a slot impossible.
 """
 
 from __future__ import annotations
@@ -38,9 +30,10 @@ from .calendars import CalendarCache
 from .clock import DatabaseClock
 from .engine import skips_locked
 from .failures import driver_message
+from .fires import recorded_slots
 from .isolation import aside_values, isolated, set_schedule_aside
 from .models import F, S
-from .reading import IN_CHUNK, UNREADABLE, chunked, read_rows
+from .reading import UNREADABLE, read_rows
 from .runs import run_states
 from .schedules import ensure_uid, paused_expression
 
@@ -86,6 +79,14 @@ _CAS_BATCH_PG = sa.text(
     """
 )
 
+#: An enabled schedule asking for a recompute: no next slot, and not set aside with an error.
+_NEEDS_COMPUTE = sa.and_(
+    S.c.enabled == sa.true(),
+    S.c.due_at.is_(None),
+    S.c.next_run_at.is_(None),
+    S.c.last_error.is_(None),
+)
+
 #: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
 _PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
 
@@ -105,10 +106,8 @@ class Peek(NamedTuple):
 
 
 def _set_aside(conn: Connection, rows: Sequence[Row[Any]], problems: Mapping[int, str]) -> int:
-    """Mark the schedules whose stored values cannot be read (``problems``, from
-    :func:`read_rows`) with the error: with ``next_run_at`` NULL and an error a row is neither
-    due nor recomputed until someone corrects it, and every other schedule fires as usual.
-    Returns how many."""
+    """Set aside (:mod:`.isolation`) the schedules whose stored values cannot be read
+    (``problems``, from :func:`read_rows`); returns how many."""
     if not problems:
         return 0
     conn.execute(
@@ -140,7 +139,7 @@ def _lease_of(fire: NewFire, lease_until: datetime) -> datetime | None:
 
 
 class DueBatch:
-    """Due schedules claimed in one open transaction (see the module docstring)."""
+    """Due schedules claimed in one open transaction (:meth:`.database.Store.claim_due`)."""
 
     def __init__(
         self,
@@ -179,22 +178,12 @@ class DueBatch:
     def record(
         self, transitions: Sequence[Transition], lease_until: datetime
     ) -> list[PublishRequest]:
-        """Apply ``transitions``; return the PENDING fires now recorded, to be published.
-
-        A write the database refuses for what it writes (:func:`.failures.is_refusal`: a
-        constraint, a value it will not take) costs one schedule, not the batch: the batch is
-        recorded inside a savepoint, and when it is refused, its halves are tried in theirs
-        until the failing schedules are found; each of those is set aside with the error
-        (``next_run_at`` NULL, ``last_error`` set; it shows "in error" until someone fixes it),
-        and appears in :attr:`applied` as a transition with that error."""
+        """Apply ``transitions``; return the PENDING fires now recorded, to be published. A
+        schedule whose write the database refuses is set aside (:mod:`.isolation`) and appears
+        in :attr:`applied` as a transition with that error."""
         self.applied = []
-        return self._record_isolating(list(transitions), lease_until)
-
-    def _record_isolating(
-        self, transitions: list[Transition], lease_until: datetime
-    ) -> list[PublishRequest]:
         recorded, refused = isolated(
-            self._conn, transitions, lambda part: self._record(part, lease_until)
+            self._conn, list(transitions), lambda part: self._record(part, lease_until)
         )
         requests: list[PublishRequest] = []
         for applied, published in recorded:
@@ -226,17 +215,7 @@ class DueBatch:
 
         # A slot can already be recorded when an edit moved next_run_at back onto it; such
         # slots are left as they are (published, or being published, by whoever recorded them).
-        wanted = sorted({(t.schedule.id, f.slot) for t in applied for f in t.fires})
-        existing: set[tuple[int, datetime]] = set()
-        for chunk in chunked(wanted, IN_CHUNK // 2):
-            ids = sorted({sid for sid, _ in chunk})
-            slots = sorted({slot for _, slot in chunk})
-            rows = conn.execute(
-                sa.select(F.c.schedule_id, F.c.slot).where(
-                    F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
-                )
-            )
-            existing.update((r.schedule_id, r.slot) for r in rows)
+        existing = recorded_slots(conn, ((t.schedule.id, f.slot) for t in applied for f in t.fires))
 
         inserts: list[dict[str, Any]] = []
         published: list[PublishRequest] = []
@@ -311,24 +290,21 @@ class DueBatch:
         """:meth:`_compare_and_set` for a whole batch in one statement (PostgreSQL): the same
         condition and values per row, one round trip, and a statement text that does not grow
         with the batch (one array per column), so it is compiled once."""
-        columns: dict[str, list[Any]] = {name: [] for name in _CAS_COLUMNS}
-        for t in transitions:
-            for name, value in zip(
-                _CAS_COLUMNS,
-                (
-                    t.schedule.id,
-                    t.schedule.version,
-                    t.schedule.next_run_at,
-                    t.next_run_at,
-                    t.due_at,
-                    t.error,
-                    t.last_slot,
-                    t.runs_added,
-                    t.finished,
-                ),
-                strict=True,
-            ):
-                columns[name].append(value)
+        rows = [
+            (
+                t.schedule.id,
+                t.schedule.version,
+                t.schedule.next_run_at,
+                t.next_run_at,
+                t.due_at,
+                t.error,
+                t.last_slot,
+                t.runs_added,
+                t.finished,
+            )
+            for t in transitions
+        ]
+        columns = dict(zip(_CAS_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
         won = set(self._conn.execute(_CAS_BATCH_PG, {"now": self._now, **columns}).scalars())
         return [t for t in transitions if t.schedule.id in won]
 
@@ -356,12 +332,7 @@ def _peek(engine: Engine, clock: DatabaseClock) -> Peek:
         S.c.enabled == sa.true(), S.c.due_at.is_(None)
     )
     jittered = sa.select(sa.func.min(S.c.due_at)).where(S.c.enabled == sa.true())
-    needs = sa.exists().where(
-        S.c.enabled == sa.true(),
-        S.c.due_at.is_(None),
-        S.c.next_run_at.is_(None),
-        S.c.last_error.is_(None),
-    )
+    needs = sa.exists().where(_NEEDS_COMPUTE)
     queued = (
         sa.select(sa.func.min(F.c.lease_until))
         .join(S, S.c.id == F.c.schedule_id)
@@ -411,14 +382,7 @@ def claim_due(
             for column, where in (plain, jittered):
                 ranges.append((column, sa.and_(where, column < late_since)))
         queries = [sa.select(*columns).where(where).order_by(column) for column, where in ranges]
-        queries.append(
-            sa.select(*columns).where(
-                enabled,
-                S.c.due_at.is_(None),
-                S.c.next_run_at.is_(None),
-                S.c.last_error.is_(None),
-            )
-        )
+        queries.append(sa.select(*columns).where(_NEEDS_COMPUTE))
         rows: list[ScheduleRow] = []
         set_aside = 0
         for query in queries:

@@ -2,9 +2,7 @@
 design relies on, whether claims skip locked rows (:func:`skips_locked`), and the server settings
 that would defeat it (:func:`database_findings`). SQLite serialises writers with ``BEGIN
 IMMEDIATE`` and WAL; MySQL/MariaDB read committed rows; PostgreSQL ends a transaction left idle
-by a paused beat so its row locks cannot block other beats for ever. A URL that cannot work (a
-scheme SQLAlchemy does not know, a driver that is not installed, a password that would be cut in
-two) is refused before any connection, saying which URL to write and what to install.
+by a paused beat so its row locks cannot block other beats for ever.
 """
 
 from __future__ import annotations

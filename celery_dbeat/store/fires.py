@@ -4,7 +4,7 @@ is :mod:`.runs`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from .engine import skips_locked
 from .failures import driver_message
 from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
-from .reading import chunked, read_rows
+from .reading import IN_CHUNK, chunked, read_rows
 from .schedules import ensure_uid, load_schedule
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "mark_publish_failed",
     "mark_sent",
     "record_manual_fire",
+    "recorded_slots",
     "set_refused_fire_aside",
     "set_unreadable_fire_aside",
     "set_unreadable_fires_aside",
@@ -226,6 +227,24 @@ def extend_leases(
                 ).scalars()
             )
     return kept, lease_until
+
+
+def recorded_slots(
+    conn: Connection, wanted: Iterable[tuple[int, datetime]]
+) -> set[tuple[int, datetime]]:
+    """Which of the ``(schedule id, slot)`` pairs ``wanted`` have a (non-manual) fire row already
+    (with, maybe, other pairs of the same schedules and slots)."""
+    found: set[tuple[int, datetime]] = set()
+    for chunk in chunked(sorted(set(wanted)), IN_CHUNK // 2):
+        ids = sorted({schedule_id for schedule_id, _ in chunk})
+        slots = sorted({slot for _, slot in chunk})
+        rows = conn.execute(
+            sa.select(F.c.schedule_id, F.c.slot).where(
+                F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
+            )
+        )
+        found.update((r.schedule_id, r.slot) for r in rows)
+    return found
 
 
 def record_manual_fire(conn: Connection, name: str, now: datetime) -> str:

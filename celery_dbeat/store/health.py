@@ -131,37 +131,31 @@ def unhealthy_candidates(conn: Connection, window: int = HEALTH_WINDOW) -> list[
     found = list(conn.execute(query))
     # The last ended fires, by primary key.
     ids = [row.last_id for row in found if row.last_id is not None]
-    fires: dict[int, Any] = {}
+    fires: dict[int, dict[str, Any]] = {}
     for chunk in chunked(ids):
         for fire in conn.execute(
             sa.select(
                 F.c.id,
-                F.c.slot,
-                F.c.finished_at,
-                sa.func.coalesce(F.c.run_error, F.c.error).label("message"),
-                F.c.task_id,
+                F.c.slot.label("last_fire_slot"),
+                F.c.finished_at.label("last_finished_at"),
+                sa.func.coalesce(F.c.run_error, F.c.error).label("last_fire_error"),
+                F.c.task_id.label("last_task_id"),
             ).where(F.c.id.in_(chunk))
         ):
-            fires[int(fire.id)] = fire
-    candidates = []
-    for row in found:
-        last = fires.get(row.last_id)
-        candidates.append(
-            HealthCandidate(
-                name=row.name,
-                task=row.task,
-                enabled=row.enabled,
-                finished_at=row.finished_at,
-                last_error=row.last_error,
-                next_run_at=row.next_run_at,
-                last_slot=row.last_slot,
-                failure=row.failure or None,
-                success_at=row.success_at,
-                tracked_since=row.tracked_since,
-                last_fire_slot=None if last is None else last.slot,
-                last_finished_at=None if last is None else last.finished_at,
-                last_fire_error=None if last is None else last.message,
-                last_task_id=None if last is None else last.task_id,
-            )
+            fires[int(fire.id)] = {k: v for k, v in fire._mapping.items() if k != "id"}
+    return [
+        HealthCandidate(
+            name=row.name,
+            task=row.task,
+            enabled=row.enabled,
+            finished_at=row.finished_at,
+            last_error=row.last_error,
+            next_run_at=row.next_run_at,
+            last_slot=row.last_slot,
+            failure=row.failure or None,
+            success_at=row.success_at,
+            tracked_since=row.tracked_since,
+            **fires.get(row.last_id, {}),
         )
-    return candidates
+        for row in found
+    ]

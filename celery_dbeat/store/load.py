@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.types import NullType
 
+from ..core.definitions import SPEC_COLUMNS
 from ..core.fires import FireStatus, RunStatus
 from ..core.lastday import PastDay, past_day
 from ..core.load import HORIZON, ROW_COLUMNS, Load, LoadCounter
@@ -49,20 +50,9 @@ _EARLY = timedelta(hours=1)
 _COLUMNS = (S.c.id, *(S.c[name] for name in ROW_COLUMNS))
 
 
-#: What places a schedule's slots when it has no jitter, bounds or run limit, and its calendar:
-#: schedules alike in these are counted as one (:func:`_shared`).
-_SHARED_BY = (
-    S.c.kind,
-    S.c.cron,
-    S.c.timezone,
-    S.c.cron_days,
-    S.c.dst_gap,
-    S.c.dst_fold,
-    S.c.solar_event,
-    S.c.latitude,
-    S.c.longitude,
-    S.c.calendar,
-)
+#: What places a schedule's slots when it has no jitter, bounds or run limit (its spec), and its
+#: calendar: schedules alike in these are counted as one (:func:`_shared`).
+_SHARED_BY = (*(S.c[name] for name in SPEC_COLUMNS), S.c.calendar)
 _FIRING = sa.and_(S.c.enabled.is_(True), S.c.finished_at.is_(None), S.c.last_error.is_(None))
 _SHAREABLE = sa.and_(
     S.c.kind.in_(["cron", "solar"]),
@@ -141,14 +131,16 @@ def _shared(conn: Connection) -> list[tuple[Any, int, list[str]]]:
     return out
 
 
-def _timing_rows(conn: Connection, query: sa.Select[Any]) -> tuple[list[Any], dict[int, str]]:
-    """The rows of ``query`` (a select of :data:`_COLUMNS`) through :func:`_untyped`; a chunk
-    holding a value that cannot be read is read again through
+def _timing_rows(
+    conn: Connection, query: sa.Select[Any], key: sa.Column[Any] | None = None
+) -> tuple[list[Any], dict[int, str]]:
+    """The rows of ``query`` (schedule columns, or fire columns of id column ``key``) through
+    :func:`_untyped`; a chunk holding a value that cannot be read is read again through
     :func:`~celery_dbeat.store.reading.read_rows`, which sets that row aside."""
     try:
         return _untyped(conn, query), {}
     except UNREADABLE:
-        return read_rows(conn, query)
+        return read_rows(conn, query, key=key)
 
 
 def _untyped(conn: Connection, query: sa.Select[Any]) -> list[Any]:
@@ -176,13 +168,6 @@ def _untyped(conn: Connection, query: sa.Select[Any]) -> list[Any]:
             values[i] = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value
         out.append(shape._make(values))
     return out
-
-
-def _fire_rows(conn: Connection, query: sa.Select[Any]) -> list[Any]:
-    try:
-        return _untyped(conn, query)
-    except UNREADABLE:
-        return read_rows(conn, query, key=F.c.id)[0]
 
 
 def _first_id(conn: Connection, day: datetime) -> int | None:
@@ -216,11 +201,9 @@ def _first_id(conn: Connection, day: datetime) -> int | None:
 
 def past(conn: Connection, end: datetime) -> PastDay:
     """The day before ``end``: fires sent (those a backfill sent apart) and failed runs per
-    hour, and the lag of the fires beat sent (a backfill's are left out); counted from every
-    fire recorded since the day began, or estimated from :data:`LAG_SAMPLE` of them
-    (``sampled``). Only the fires still in the history count: those of a schedule with a
-    ``history_limit`` beyond its newest are pruned (``history_limited`` says how many
-    schedules have one)."""
+    hour, and the lag of the fires beat sent (a backfill's are left out), read as the module
+    docstring says. Only the fires still in the history count: those of a schedule with a
+    ``history_limit`` beyond its newest are pruned (``history_limited`` says how many)."""
     day = end - HORIZON
     first = _first_id(conn, day)
     newest = conn.execute(sa.select(sa.func.max(F.c.id))).scalar()
@@ -233,7 +216,7 @@ def past(conn: Connection, end: datetime) -> PastDay:
     if first is not None and newest is not None:
         low, high = first, max(first, newest)
         if high - low < LAG_SAMPLE:
-            rows = _fire_rows(conn, query.where(F.c.id.between(low, high)))
+            rows = _timing_rows(conn, query.where(F.c.id.between(low, high)), F.c.id)[0]
         else:
             # One id at random in each of LAG_SAMPLE equal strides (stratified: no period of
             # the history can line up with the stride); the same ids on every read.
@@ -241,7 +224,7 @@ def past(conn: Connection, end: datetime) -> PastDay:
             rng = random.Random(low)
             ids = [low + int((i + rng.random()) * weight) for i in range(LAG_SAMPLE)]
             for chunk in chunked(ids):
-                rows += _fire_rows(conn, query.where(F.c.id.in_(chunk)))
+                rows += _timing_rows(conn, query.where(F.c.id.in_(chunk)), F.c.id)[0]
     limited = conn.execute(
         sa.select(sa.func.count()).where(S.c.history_limit.is_not(None))
     ).scalar_one()

@@ -95,8 +95,7 @@ def count_outcomes(
     entry in the audit trail as the worker that reported it.
 
     A success resets the count; a failure adds one unless the run had already been recorded
-    failed; a retried, revoked or started run changes nothing. The count lives on the
-    schedule's row, so what the prunes delete of the history does not change it."""
+    failed; a retried, revoked or started run changes nothing."""
     counts = {i: row.consecutive_failures for i, row in outcomes.schedules.items()}
     reached: dict[int, dict[str, Any]] = {}
     for run in runs:

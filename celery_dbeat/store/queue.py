@@ -19,7 +19,7 @@ fire. So each slot is published once, with the task id every beat derives.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +39,7 @@ from .engine import skips_locked
 from .fires import (
     PUBLISH_COLUMNS,
     lease_each,
+    recorded_slots,
     set_unreadable_fire_aside,
     set_unreadable_fires_aside,
 )
@@ -86,25 +87,6 @@ def _take(
     return taken, slots, unreadable
 
 
-def _recorded(
-    conn: Connection, wanted: Iterable[tuple[int, datetime]]
-) -> set[tuple[int, datetime]]:
-    """Which of the ``(schedule id, slot)`` pairs have a (non-manual) fire row already."""
-    by_schedule: dict[int, list[datetime]] = {}
-    for schedule_id, slot in wanted:
-        by_schedule.setdefault(schedule_id, []).append(slot)
-    found: set[tuple[int, datetime]] = set()
-    for schedule_id, slots in by_schedule.items():
-        for chunk in chunked(sorted(slots)):
-            rows = conn.execute(
-                sa.select(F.c.slot).where(
-                    F.c.schedule_id == schedule_id, F.c.manual.is_(False), F.c.slot.in_(chunk)
-                )
-            )
-            found.update((schedule_id, slot) for slot in rows.scalars())
-    return found
-
-
 def claim_queued(
     engine: Engine,
     clock: DatabaseClock,
@@ -138,11 +120,9 @@ def _lease(
     beat: str,
 ) -> list[PublishRequest]:
     """Lease to ``beat`` the slots taken from each queued row (``(row, slots taken, the row's
-    slots)``): a row taken whole becomes a PENDING fire, a run gives up its oldest slots, each
-    becoming a PENDING fire of its own. Returns the fires to publish (a slot some beat already
-    recorded is left out)."""
+    slots)``), as the module docstring says; returns the fires to publish."""
     new = [(r, slot) for r, chosen, _ in taken for slot in chosen if slot != r.slot]
-    already = _recorded(conn, ((r.schedule_id, slot) for r, slot in new))
+    already = recorded_slots(conn, ((r.schedule_id, slot) for r, slot in new))
     whole = [r.id for r, _, _ in taken if r.slots is None]
     for chunk in chunked(whole):
         conn.execute(

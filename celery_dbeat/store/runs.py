@@ -1,14 +1,6 @@
-"""Runs: what happened to sent fires on the workers, and the SQL the overlap policy needs.
-
-* :func:`record_runs` applies the worker hook's events (started, retried, finished) to fire
-  rows, keyed by the deterministic task id, in one statement per flush (one by one when a value
-  of one event made that statement fail, so that the others are still written), and pauses the
-  schedules whose ``pause_after_failures`` a failed run completes.
-* :func:`run_states` tells the planner, per schedule, whether a run is still going and whether a
-  fire is buffered behind it; :func:`release_buffered` hands buffered fires to the publisher
-  once their schedule's run is over.
-* :func:`prune_history` deletes old history (by age, and beyond each schedule's
-  ``history_limit``) in bounded batches, never a fire that still has to be published.
+"""Runs behind :class:`.database.Store` (whose docstrings state the contract): the worker hook's
+events applied to fire rows (:func:`record_runs`), what the overlap policy needs
+(:func:`run_states`, :func:`release_buffered`) and the pruning of history.
 """
 
 from __future__ import annotations
@@ -73,21 +65,15 @@ class RejectedRun:
     error: BaseException
 
 
+#: What :func:`_fold` knows of a run before its first event.
+_NOTHING_SEEN = dict.fromkeys(("t_started", "t_finished", "t_runtime", "t_error", "t_worker"))
+
+
 def _fold(events: Iterable[RunEvent]) -> list[dict[str, Any]]:
     """One update per task id: its first start, its latest status, and its end if it ended."""
     runs: dict[str, dict[str, Any]] = {}
     for event in events:
-        run = runs.setdefault(
-            event.task_id,
-            {
-                "t_id": event.task_id,
-                "t_started": None,
-                "t_finished": None,
-                "t_runtime": None,
-                "t_error": None,
-                "t_worker": None,
-            },
-        )
+        run = runs.setdefault(event.task_id, {"t_id": event.task_id, **_NOTHING_SEEN})
         run["t_status"] = event.status.value
         run["t_worker"] = storable(event.worker, 255) or run["t_worker"]
         if event.status is RunStatus.STARTED and run["t_started"] is None:

@@ -32,7 +32,6 @@ __all__ = [
     "RESUMED",
     "changed",
     "count_due",
-    "create_schedule",
     "create_schedules",
     "delete_schedule",
     "due_schedules",
@@ -158,19 +157,8 @@ def load_schedule(conn: Connection, name: str) -> Row[Any]:
     return row
 
 
-def create_schedule(conn: Connection, definition: Definition, now: datetime) -> None:
-    if conn.execute(sa.select(S.c.id).where(S.c.name == definition.name)).first() is not None:
-        raise ScheduleExists(definition.name)
-    require_calendars(conn, [definition.calendar])
-    try:
-        with conn.begin_nested():
-            conn.execute(sa.insert(S), [new_row(definition, API_ORIGIN, now)])
-    except sa.exc.IntegrityError:
-        raise ScheduleExists(definition.name) from None
-
-
 def create_schedules(conn: Connection, definitions: Sequence[Definition], now: datetime) -> None:
-    """Insert new schedules in one statement (a bulk load); every name must be free."""
+    """Insert new schedules in one statement; every name must be free."""
     names = [d.name for d in definitions]
     seen: set[str] = set()
     for name in names:

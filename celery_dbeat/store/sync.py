@@ -169,8 +169,7 @@ def apply_definitions(
     on its connection. ``disable_missing`` (``config`` only): also disable the schedules whose
     entries left ``beat_schedule`` (kept with their history, origin ``config:removed``).
     ``dry_run``: the same report, writing nothing. ``progress``: called with the number of
-    definitions of each chunk once it is done. A definition the database refuses is left as it
-    was and listed in the report's ``refused``."""
+    definitions of each chunk once it is done."""
     report = SyncReport()
     for chunk in chunked(definitions, CHUNK):
         report.merge(_apply_chunk(store, chunk, clock, origin, dry_run, actor))
