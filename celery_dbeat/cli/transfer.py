@@ -32,7 +32,7 @@ from ..core.fields import FIELDS, Form
 from ..core.timing.cron import load_zone
 from ..core.urls import mask_url
 from ..importers import SourceRead, SourceUnavailable
-from ..importers.plan import ACTIONS, expected_next, next_text, plan, settle, timing_notes
+from ..importers.plan import ACTIONS, outlook, plan, settle
 from ..store.database import create_engine
 from ..store.reading import Unreadable
 from ..task_names import app_task_warning, unknown_tasks
@@ -341,13 +341,10 @@ def _import_source(read: SourceRead, dry_run: bool, as_json: bool) -> None:
         detail, notes = step.reason or "", list(step.entry.notes)
         if step.action in ACTIONS[:3]:
             report[step.action].append(step.name)
-            upcoming, status = expected_next(step, now, _readable(step.current))
-            report["next_run_at"][step.name] = iso(upcoming)
-            shown = status
-            if status == "active" and upcoming is not None:
-                shown = next_text(step.definition, upcoming, now, state.settings.misfire_rules)
-            detail = f"{_describe(step.definition)}; {shown}"
-            notes += timing_notes(step, upcoming, status, now)
+            seen = outlook(step, now, state.settings.misfire_rules)
+            report["next_run_at"][step.name] = iso(seen.upcoming)
+            detail = f"{_describe(step.definition)}; {seen.text}"
+            notes += seen.notes
         else:
             report[step.action][step.name] = step.reason
         if notes:
@@ -386,12 +383,3 @@ def _refused(names: Collection[str]) -> None:
         more = ", ..." if len(names) > 5 else ""
         count = "1 entry" if len(names) == 1 else f"{len(names)} entries"
         raise CommandError(f"{count} cannot be imported (see the reasons above): {shown}{more}")
-
-
-def _readable(info: ScheduleInfo | None) -> Definition | None:
-    if info is None:
-        return None
-    try:
-        return definition_of(info)
-    except ValidationError:
-        return None

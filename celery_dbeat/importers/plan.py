@@ -21,7 +21,7 @@ from ..core.misfire import MisfirePolicy, MisfireRules
 from ..store.schedules import CONFIG_ORIGIN
 from .base import Imported, SourceRead
 
-__all__ = ["ACTIONS", "Step", "expected_next", "next_text", "plan", "settle", "timing_notes"]
+__all__ = ["ACTIONS", "Outlook", "Step", "outlook", "plan", "settle"]
 
 #: The actions, in report order.
 ACTIONS = ("created", "updated", "unchanged", "skipped", "refused")
@@ -106,21 +106,23 @@ def settle(
             )
 
 
-def _same_timing(definition: Definition, old: Definition | None) -> bool:
-    if old is None:
-        return False
-    new, before = definition.columns(), old.columns()
-    return all(new[column] == before[column] for column in TIMING_COLUMNS)
+def _same_timing(definition: Definition, current: ScheduleInfo | None) -> bool:
+    """Whether ``definition`` keeps the stored timing of ``current``, by the rule the write
+    itself applies (its columns against the stored ones)."""
+    columns = definition.columns()
+    return current is not None and all(
+        columns[column] == getattr(current, column) for column in TIMING_COLUMNS
+    )
 
 
-def expected_next(step: Step, now: datetime, old: Definition | None) -> tuple[datetime | None, str]:
+def expected_next(step: Step, now: datetime) -> tuple[datetime | None, str]:
     """The next fire and state the step leaves its schedule with: as stored once written, else
-    as the write would compute them (``old``: the current schedule's definition, if readable)."""
+    as the write would compute them."""
     info = step.stored or (step.current if step.action == "unchanged" else None)
     if info is not None:
         return info.next_run_at, info.state
     definition = step.definition
-    if step.current is not None and _same_timing(definition, old):
+    if step.current is not None and _same_timing(definition, step.current):
         upcoming = step.current.next_run_at
     else:
         last = step.current.last_slot if step.current is not None else None
@@ -129,6 +131,26 @@ def expected_next(step: Step, now: datetime, old: Definition | None) -> tuple[da
     if upcoming is None:
         return None, "finished"
     return upcoming, "active" if definition.enabled else "paused"
+
+
+@dataclass
+class Outlook:
+    """What an imported step's schedule does next: its next fire and state (``active``,
+    ``paused``, ``finished``), that said in words (when, and what a beat sends for it), and
+    where that differs from the source's own next fire."""
+
+    upcoming: datetime | None
+    state: str
+    text: str
+    notes: list[str]
+
+
+def outlook(step: Step, now: datetime, rules: MisfireRules) -> Outlook:
+    upcoming, state = expected_next(step, now)
+    text = state
+    if state == "active" and upcoming is not None:
+        text = next_text(step.definition, upcoming, now, rules)
+    return Outlook(upcoming, state, text, timing_notes(step, upcoming, state, now))
 
 
 #: What a beat starting now sends for a schedule whose next fire passed, by misfire policy.
