@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy.engine import Row
 
 from .core.fields import FIELDS, Form
+from .core.origins import CONFIG_ORIGIN
 from .core.specs import Spec, spec_from_fields
 from .core.states import schedule_state
-from .store import schedules
 
 __all__ = ["BeatInfo", "FireInfo", "ScheduleInfo"]
 
@@ -111,7 +111,7 @@ class ScheduleInfo:
         """Whether it comes from the app's ``beat_schedule``, whose next sync puts its definition
         back: a write that changes or removes it needs ``force=True``
         (:class:`~celery_dbeat.core.errors.ConfigOwned`)."""
-        return self.origin == schedules.CONFIG_ORIGIN
+        return self.origin == CONFIG_ORIGIN
 
 
 @dataclass(frozen=True)

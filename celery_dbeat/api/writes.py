@@ -39,12 +39,12 @@ from ..core.counts import require_count
 from ..core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
 from ..core.errors import ConfigOwned, ScheduleNotFound, ValidationError
 from ..core.fields import ScheduleFields
+from ..core.origins import API_ORIGIN, APPLIED_ORIGINS, CONFIG_ORIGIN
 from ..core.specs import Spec
 from ..core.timing import require_aware
 from ..results import ScheduleInfo
 from ..store import Store, audit, backfill, fires, schedules
 from ..store.backfill import BackfillReport
-from ..store.reconcile import ORIGINS
 from ..store.sync import SyncReport, apply_definitions
 from .calendars import Calendars
 from .reads import Reads
@@ -233,7 +233,7 @@ class Schedules(Reads):
         _check_force(force)
         with self.write(actor) as w, w.watch(name, Action.REMOVE) as seen:
             row = _found(seen.row, name)
-            if not force and row.origin == schedules.CONFIG_ORIGIN:
+            if not force and row.origin == CONFIG_ORIGIN:
                 raise ConfigOwned(name, removal=True)
             schedules.delete_schedule(w.conn, row)
 
@@ -335,7 +335,7 @@ class Schedules(Reads):
         self,
         definitions: Iterable[Definition],
         *,
-        origin: str = schedules.API_ORIGIN,
+        origin: str = API_ORIGIN,
         dry_run: bool = False,
         disable_missing: bool = False,
         actor: Actor | str | None = None,
@@ -349,9 +349,9 @@ class Schedules(Reads):
         beats. ``progress``: called with the number of definitions of each 500 once applied.
         Raises ``ValidationError`` naming the schedule, before writing anything, for a
         definition :meth:`check` refuses."""
-        if origin not in ORIGINS:
-            raise ValidationError("origin", origin, f"must be one of {', '.join(ORIGINS)}")
-        if disable_missing and origin != schedules.CONFIG_ORIGIN:
+        if origin not in APPLIED_ORIGINS:
+            raise ValidationError("origin", origin, f"must be one of {', '.join(APPLIED_ORIGINS)}")
+        if disable_missing and origin != CONFIG_ORIGIN:
             raise ValidationError("disable_missing", True, "applies to origin='config' only")
         batch = builtins.list(definitions)
         for definition in batch:
@@ -409,7 +409,7 @@ def _refuse_config_edit(row: Row[Any], definition: Definition, force: bool) -> b
     """Whether storing ``definition`` over ``row`` changes the definition of a schedule from
     ``beat_schedule`` (a rename included; not its ``enabled`` flag, nor a save of what is
     stored), which the next sync puts back: refused (:class:`ConfigOwned`) unless ``force``."""
-    edits = row.origin == schedules.CONFIG_ORIGIN and (
+    edits = row.origin == CONFIG_ORIGIN and (
         definition.name != row.name or any(schedules.changed(definition, row))
     )
     if edits and not force:

@@ -18,7 +18,7 @@ from ..core.definitions import TIMING_COLUMNS, Definition
 from ..core.errors import ValidationError
 from ..core.formats import iso, seconds_text
 from ..core.misfire import MisfirePolicy, MisfireRules
-from ..store.schedules import CONFIG_ORIGIN
+from ..core.origins import CONFIG_ORIGIN
 from .base import Imported, SourceRead
 
 __all__ = ["ACTIONS", "Outlook", "Step", "outlook", "plan", "settle"]

@@ -34,6 +34,7 @@ from ..core.backfill import backfill_slots
 from ..core.definitions import Definition
 from ..core.fires import FireStatus
 from ..core.formats import iso
+from ..core.origins import BACKFILL_ORIGIN
 from ..core.states import schedule_state
 from ..core.timing import Timing
 from .calendars import load_calendar
@@ -41,10 +42,8 @@ from .models import F, S
 from .queue import queue_slots, queued_slots
 from .schedules import ensure_uid, load_schedule
 
-__all__ = ["BACKFILL_ORIGIN", "BackfillReport", "Plan", "audit_detail", "backfill", "plan"]
+__all__ = ["BackfillReport", "Plan", "audit_detail", "backfill", "plan"]
 
-#: ``dbeat_fires.origin`` of the fires a backfill recorded (NULL: beat's own).
-BACKFILL_ORIGIN = "backfill"
 
 _ON_ITS_WAY = {
     FireStatus.PENDING.value,

@@ -29,7 +29,7 @@ from ..core.definitions import SPEC_COLUMNS
 from ..core.fires import FireStatus, RunStatus
 from ..core.lastday import PastDay, past_day
 from ..core.load import HORIZON, ROW_COLUMNS, Load, LoadCounter
-from .backfill import BACKFILL_ORIGIN
+from ..core.origins import BACKFILL_ORIGIN
 from .calendars import CalendarCache
 from .models import F, S
 from .reading import UNREADABLE, chunked, read_rows

@@ -29,12 +29,10 @@ from sqlalchemy.engine import Row
 
 from ..core.audit import PAUSE_DETAIL, Action, Actor, changes
 from ..core.definitions import Definition
+from ..core.origins import API_ORIGIN, CONFIG_ORIGIN, REMOVED_ORIGIN
 from ..core.states import PauseSource
 from .audit import row_entry
 from .schedules import (
-    API_ORIGIN,
-    CONFIG_ORIGIN,
-    REMOVED_ORIGIN,
     RESUMED,
     changed,
     new_row,
@@ -42,10 +40,9 @@ from .schedules import (
     retimed,
 )
 
-__all__ = ["CONFIG_PAUSE_NOTE", "ORIGINS", "Decision", "decide"]
+__all__ = ["CONFIG_PAUSE_NOTE", "Decision", "decide"]
 
 #: Who applies definitions.
-ORIGINS = (API_ORIGIN, CONFIG_ORIGIN)
 
 #: The note of a pause that ``enabled: False`` in ``beat_schedule`` made.
 CONFIG_PAUSE_NOTE = "disabled in beat_schedule (enabled: False)"

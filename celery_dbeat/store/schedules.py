@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Row
 from ..core.definitions import PAYLOAD_COLUMNS, SPEC_COLUMNS, TIMING_COLUMNS, Definition
 from ..core.errors import ScheduleChanged, ScheduleExists, ScheduleNotFound, ValidationError
 from ..core.fires import new_uid
+from ..core.origins import API_ORIGIN, CONFIG_ORIGIN
 from ..core.planning import due_times
 from ..core.states import OTHERWISE, RULE, STATES, PauseSource
 from .calendars import require_calendars
@@ -26,9 +27,6 @@ from .models import F, S
 from .reading import chunked, read_rows
 
 __all__ = [
-    "API_ORIGIN",
-    "CONFIG_ORIGIN",
-    "REMOVED_ORIGIN",
     "RESUMED",
     "changed",
     "count_due",
@@ -52,13 +50,6 @@ __all__ = [
     "update_schedule",
     "update_schedules",
 ]
-
-API_ORIGIN = "api"
-
-CONFIG_ORIGIN = "config"
-
-#: Origin of rows whose entry left ``beat_schedule``: disabled, kept with their history.
-REMOVED_ORIGIN = "config:removed"
 
 
 def _upcoming(

@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.audit import Action, Actor, changes
 from ..core.definitions import Definition
+from ..core.origins import CONFIG_ORIGIN, REMOVED_ORIGIN
 from .audit import SYNC_ACTOR, record, row_entry
 from .calendars import require_calendars
 from .failures import driver_message
@@ -38,7 +39,6 @@ from .isolation import Refused, isolated
 from .models import S
 from .reading import chunked, named_rows, read_rows
 from .reconcile import Decision, decide
-from .schedules import CONFIG_ORIGIN, REMOVED_ORIGIN
 
 if TYPE_CHECKING:
     from .database import Store

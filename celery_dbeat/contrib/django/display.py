@@ -16,8 +16,8 @@ from django.utils.safestring import mark_safe
 
 from ...core.calendars import PreviewSlot
 from ...core.fires import FireStatus, RunStatus
+from ...core.origins import BACKFILL_ORIGIN
 from ...core.states import OTHERWISE, RULE, STATES
-from ...store.backfill import BACKFILL_ORIGIN
 
 __all__ = [
     "RECENT_FIRE_COLUMNS",

@@ -14,7 +14,7 @@ from typing_extensions import Unpack
 
 from ...api import FireInfo
 from ...core.fires import FireStatus, RunStatus
-from ...store.backfill import BACKFILL_ORIGIN
+from ...core.origins import BACKFILL_ORIGIN
 from ...store.models import Fire, Schedule
 from .base import (
     FIRES_ENDPOINT,

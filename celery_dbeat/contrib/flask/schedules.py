@@ -19,10 +19,11 @@ from ...api import Schedules
 from ...core.definitions import MAX_PAUSE_NOTE, TIMING_COLUMNS, form_text
 from ...core.errors import ConfigOwned, DBeatError
 from ...core.fields import KINDS
+from ...core.origins import CONFIG_ORIGIN
 from ...core.overlap import OverlapPolicy
 from ...core.states import STATES, schedule_state, state_note
 from ...store.models import Schedule
-from ...store.schedules import CONFIG_ORIGIN, state_expression
+from ...store.schedules import state_expression
 from .base import SCHEDULES_ENDPOINT, Access, AdminSession, Where, badge, edit_link
 from .display import instant, local_instant, next_run, overlap_summary, spec_summary
 from .forms import ScheduleForm, schedule_form_rules
