@@ -12,7 +12,8 @@ app's results must be deleted by a task (:func:`default_entries`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery import Celery
@@ -24,13 +25,17 @@ from celery.utils.log import get_logger
 
 from .core.definitions import CREATE_ARGUMENTS, Definition
 from .core.errors import ConfigurationError, ValidationError
+from .core.formats import iso
 from .core.specs import Cron, Every, Once, Solar, Spec
 from .core.validation import check_accepted
+from .task_names import registered_tasks, unknown_task_warning
 
 __all__ = [
     "CLEANUP_CRONTAB",
     "CLEANUP_OPTIONS",
     "CLEANUP_TASK",
+    "EntryCheck",
+    "check_entries",
     "crontab_field_text",
     "default_entries",
     "definitions_from_app",
@@ -160,15 +165,62 @@ def default_entries(app: Celery) -> dict[str, dict[str, Any]]:
     }
 
 
+def _entries(app: Celery) -> dict[str, Any]:
+    return {**(app.conf.beat_schedule or {}), **default_entries(app)}
+
+
+def _entry_definition(name: str, entry: Any, app: Celery) -> Definition:
+    try:
+        if not isinstance(entry, Mapping):
+            raise ValueError("must be a dict with 'task' and 'schedule'")
+        return _definition(name, entry, app)
+    except (ValueError, ValidationError) as exc:
+        raise ConfigurationError(f"beat_schedule[{name!r}]", entry, str(exc)) from None
+
+
 def definitions_from_app(app: Celery) -> list[Definition]:
     """Every ``beat_schedule`` entry as a definition, with Celery's :func:`default_entries`.
     Raises on the first bad entry, naming it."""
-    definitions = []
-    for name, entry in {**(app.conf.beat_schedule or {}), **default_entries(app)}.items():
+    return [_entry_definition(name, entry, app) for name, entry in _entries(app).items()]
+
+
+@dataclass(frozen=True)
+class EntryCheck:
+    """One ``beat_schedule`` entry as :func:`check_entries` finds it: its task, what is wrong
+    with it (nothing: a beat would sync and fire it), and its next slots."""
+
+    name: str
+    task: str | None
+    problems: tuple[str, ...]
+    next_slots: tuple[datetime, ...]
+
+
+def check_entries(app: Celery, now: datetime, count: int = 3) -> list[EntryCheck]:
+    """Every entry of the app's ``beat_schedule`` (Celery's :func:`default_entries` included)
+    checked as a beat starting at ``now`` would take it, with no database, broker or Redis:
+    it parses and validates (its options too, its ``serializer`` among the workers'
+    ``accept_content``), the app registers its task (its task modules imported as a worker
+    does), and its spec yields a slot after ``now`` (the next ``count`` are listed). ``dbeat
+    check --offline`` and :func:`celery_dbeat.testing.assert_beat_schedule_ready` say it."""
+    registered = registered_tasks(app)
+    checks = []
+    for name, entry in _entries(app).items():
+        task = entry.get("task") if isinstance(entry, Mapping) else None
         try:
-            if not isinstance(entry, Mapping):
-                raise ValueError("must be a dict with 'task' and 'schedule'")
-            definitions.append(_definition(name, entry, app))
-        except (ValueError, ValidationError) as exc:
-            raise ConfigurationError(f"beat_schedule[{name!r}]", entry, str(exc)) from None
-    return definitions
+            definition = _entry_definition(name, entry, app)
+        except ConfigurationError as exc:
+            checks.append(EntryCheck(name, task, (str(exc),), ()))
+            continue
+        problems = []
+        if registered is None:
+            problems.append(
+                "the tasks the app registers cannot be known (a task module fails to import, "
+                "or the app is not finalized): see the log"
+            )
+        elif definition.task not in registered:
+            problems.append(unknown_task_warning([definition.task], app.main, registered))
+        slots = tuple(definition.timing(definition.start_at or now).preview(now, count))
+        if not slots:
+            problems.append(f"no slot after {iso(now)}: a beat would never fire it")
+        checks.append(EntryCheck(name, definition.task, tuple(problems), slots))
+    return checks

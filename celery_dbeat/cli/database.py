@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from ..api import BeatInfo, ScheduleInfo
-from ..beat_schedule import definitions_from_app
+from ..beat_schedule import check_entries, definitions_from_app
 from ..checks import Level, app_argument, redis_unavailable, run_checks
+from ..clock import SystemClock
 from ..config import mask_url
 from ..core.audit import Surface
 from ..store.database import check_schema
@@ -268,13 +269,26 @@ def _to_second(text: str | None) -> str | None:
 
 @click.command(cls=DBeatCommand)
 @json_option
-def check(as_json: bool) -> None:
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Check the app's beat_schedule only, with no database, broker or Redis (for CI).",
+)
+def check(as_json: bool, offline: bool) -> None:
     """Check settings, schema, database and Redis for what would weaken a promise.
 
     Prints every finding; exits 1 if one is an error (warnings do not fail): an unknown schema,
     a Redis that refuses the credentials or the commands beats send. An unreachable Redis is a
     warning, as it is for beats (they claim through the database until it is back).
+
+    With --offline, checks each beat_schedule entry as a starting beat would take it, and
+    touches no service: it parses (its options too, its serializer among the workers'
+    accept_content), the app registers its task, its spec yields a slot; prints each entry's
+    next three slots. Exits 1 if an entry has a problem.
     """
+    if offline:
+        _check_offline(as_json)
+        return
     state = runtime()
     settings = state.settings
     redis_client, unreachable = None, []
@@ -310,3 +324,31 @@ def check(as_json: bool) -> None:
             click.echo(f"{finding.level.value:<7} {finding.topic:<8} {finding.message}")
     if any(f.level is Level.ERROR for f in findings):
         raise CommandError("some checks failed")
+
+
+def _check_offline(as_json: bool) -> None:
+    checks = check_entries(runtime().app, SystemClock().now())
+    if as_json:
+        echo_json(
+            [
+                {
+                    "name": c.name,
+                    "task": c.task,
+                    "ok": not c.problems,
+                    "problems": list(c.problems),
+                    "next_slots": [iso(slot) for slot in c.next_slots],
+                }
+                for c in checks
+            ]
+        )
+    else:
+        for c in checks:
+            slots = ", ".join(iso(slot) for slot in c.next_slots)
+            click.echo(f"{'ok' if not c.problems else 'error':<7} {c.name}: next {slots or '-'}")
+            for problem in c.problems:
+                click.echo(f"{'':<7} {problem}")
+        if not checks:
+            click.echo("beat_schedule is empty")
+    failed = [c.name for c in checks if c.problems]
+    if failed:
+        raise CommandError(f"{len(failed)} of {len(checks)} beat_schedule entries have problems")
