@@ -42,8 +42,6 @@ from .schedules import (
 
 __all__ = ["CONFIG_PAUSE_NOTE", "Decision", "decide"]
 
-#: Who applies definitions.
-
 #: The note of a pause that ``enabled: False`` in ``beat_schedule`` made.
 CONFIG_PAUSE_NOTE = "disabled in beat_schedule (enabled: False)"
 
