@@ -11,12 +11,12 @@ from ._version import __version__
 from .core import errors
 from .core.errors import *  # noqa: F403  (the exception tree: celery_dbeat.core.errors)
 from .core.fires import fire_task_id
-from .core.specs import Cron, Every, Once, Solar
+from .core.specs import Cron, Every, Once, Rrule, Solar
 
 if TYPE_CHECKING:
     from .beat.scheduler import Scheduler
 
-__all__ = ["Cron", "Every", "Once", "Scheduler", "Solar", "__version__", "fire_task_id"]
+__all__ = ["Cron", "Every", "Once", "Rrule", "Scheduler", "Solar", "__version__", "fire_task_id"]
 __all__ += errors.__all__
 
 

@@ -26,7 +26,7 @@ from celery.utils.log import get_logger
 from .core.definitions import CREATE_ARGUMENTS, Definition
 from .core.errors import ConfigurationError, ValidationError
 from .core.formats import iso
-from .core.specs import Cron, Every, Once, Solar, Spec
+from .core.specs import SPEC_CLASSES, Cron, Every, Solar, Spec
 from .core.validation import check_accepted
 from .task_names import registered_tasks, unknown_task_warning
 
@@ -91,7 +91,7 @@ def crontab_field_text(value: Any) -> str:
 
 def spec_from_celery(value: Any, app: Celery) -> Spec:
     """The stored spec equivalent of a Celery schedule object (or our own spec)."""
-    if isinstance(value, (Cron, Every, Once, Solar)):
+    if isinstance(value, SPEC_CLASSES):
         return value
     source: Any = value  # Celery's schedule classes are not fully typed
     if isinstance(value, crontab):
@@ -117,7 +117,7 @@ def spec_from_celery(value: Any, app: Celery) -> Spec:
         return Every(float(value))
     raise ValueError(
         f"unsupported schedule type {type(value).__qualname__}; use crontab, solar, schedule, "
-        "a timedelta, seconds, or celery_dbeat.Cron/Every/Once/Solar"
+        "a timedelta, seconds, or celery_dbeat.Cron/Rrule/Every/Once/Solar"
     )
 
 

@@ -20,6 +20,7 @@ from ..core.definitions import (
     Definition,
     definition_from_form,
 )
+from ..core.fields import ZONED
 from ..core.specs import Spec, spec_from_fields
 from ._common import iso
 
@@ -36,9 +37,14 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Spec options: which one was given decides the kind.
-KIND_OF_OPTION = {"cron": "cron", "every": "interval", "at": "once"}
-#: Options that only mean something for a cron spec.
-CRON_ONLY = ("tz", "dst_gap", "dst_fold", "cron_days")
+KIND_OF_OPTION = {"cron": "cron", "rrule": "rrule", "every": "interval", "at": "once"}
+#: Options that only mean something for some spec kinds, with those kinds.
+KIND_ONLY = {
+    "tz": ZONED,
+    "dst_gap": ZONED,
+    "dst_fold": ZONED,
+    "cron_days": ("cron",),
+}
 #: Option parameter -> form field, for the options spelt differently from their field.
 FIELD_OF_OPTION = {"tz": "timezone", "at": "run_at", "args_json": "args"}
 #: Every form field of the spec, cleared when the kind changes.
@@ -52,9 +58,15 @@ PLAIN_OPTIONS = (
 
 _SPEC_OPTIONS = [
     ("--cron", "EXPR", "Cron expression: 5 fields, or 6 with seconds last."),
-    ("--tz", "ZONE", "IANA time zone of the cron expression (default UTC)."),
-    ("--dst-gap", "RULE", "Cron slot in a spring-forward gap: gap_end, shift or skip."),
-    ("--dst-fold", "RULE", "Cron slot in a repeated hour: first, second or both."),
+    (
+        "--rrule",
+        "RULE",
+        "RFC 5545 recurrence: a rule (FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=18), or DTSTART, RRULE, "
+        "RDATE and EXDATE lines.",
+    ),
+    ("--tz", "ZONE", "IANA time zone of the cron expression or rule (default UTC)."),
+    ("--dst-gap", "RULE", "A slot in a spring-forward gap: gap_end, shift or skip."),
+    ("--dst-fold", "RULE", "A slot in a repeated hour: first, second or both."),
     ("--cron-days", "any|all", "Both day fields set: match either (any) or both (all)."),
     ("--every", "DURATION", "Interval: 30s, 5m, 1h30m or seconds."),
     ("--at", "INSTANT", "Fire once, at this ISO-8601 instant with an offset."),
@@ -124,17 +136,20 @@ def edit_form(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, An
     kinds = [option for option in KIND_OF_OPTION if given.get(option) is not None]
     if len(kinds) > 1:
         raise click.UsageError(
-            "give one of --cron, --every or --at, not " + " and ".join(f"--{k}" for k in kinds)
+            "give one of --cron, --rrule, --every or --at, not "
+            + " and ".join(f"--{k}" for k in kinds)
         )
     if kinds:
         kind = KIND_OF_OPTION[kinds[0]]
         if kind != form.get("kind"):
             form.update(dict.fromkeys(SPEC_FIELDS), kind=kind)
-    cron_only = [o for o in CRON_ONLY if given.get(o) is not None]
-    if cron_only and form.get("kind") != "cron":
-        flag = "--" + cron_only[0].replace("_", "-")
-        raise click.UsageError(f"{flag} applies to cron schedules only (give --cron)")
-    for option in (*KIND_OF_OPTION, *CRON_ONLY, *PLAIN_OPTIONS):
+    for option, only in KIND_ONLY.items():
+        if given.get(option) is not None and form.get("kind") not in only:
+            flag = "--" + option.replace("_", "-")
+            which = " or ".join(only)
+            give = " or ".join(f"--{k}" for k in only)
+            raise click.UsageError(f"{flag} applies to {which} schedules only (give {give})")
+    for option in (*KIND_OF_OPTION, *KIND_ONLY, *PLAIN_OPTIONS):
         value = given.get(option)
         if value is not None:
             form[FIELD_OF_OPTION.get(option, option)] = value

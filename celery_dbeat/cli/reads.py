@@ -17,7 +17,7 @@ from ..clock import SystemClock
 from ..core.definitions import definition_from_form
 from ..core.loadchart import as_json as load_json
 from ..core.loadchart import svg, text
-from ..core.specs import DAYS_ALL, Cron, Spec
+from ..core.specs import DAYS_ALL, Spec
 from ..core.states import state_note
 from ._common import (
     DBeatCommand,
@@ -217,6 +217,10 @@ def _round(delta: timedelta | None) -> float | None:
     return None if delta is None else round(delta.total_seconds(), 3)
 
 
+#: The options of an ad-hoc spec.
+_ADHOC = "/".join(f"--{option}" for option in KIND_OF_OPTION)
+
+
 @click.command(cls=DBeatCommand)
 @click.argument("name", required=False)
 @spec_options
@@ -266,8 +270,8 @@ def preview(
     as_json: bool,
     **given: Any,
 ) -> None:
-    """Print the next slots of schedule NAME, or of an ad-hoc spec (--cron/--every/--at), one
-    UTC instant per line; with --load, the next 24 hours of every schedule."""
+    """Print the next slots of schedule NAME, or of an ad-hoc spec (--cron/--rrule/--every/--at),
+    one UTC instant per line; with --load, the next 24 hours of every schedule."""
     adhoc = {k: v for k, v in given.items() if v is not None}
     if load:
         if name is not None or adhoc:
@@ -278,10 +282,10 @@ def preview(
         raise click.UsageError("--svg draws the load: give --load too")
     state = runtime()
     if name is not None and adhoc:
-        raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at), not both")
+        raise click.UsageError(f"give NAME or an ad-hoc spec ({_ADHOC}), not both")
     if name is None:
         if not any(option in adhoc for option in KIND_OF_OPTION):
-            raise click.UsageError("give NAME or an ad-hoc spec (--cron/--every/--at)")
+            raise click.UsageError(f"give NAME or an ad-hoc spec ({_ADHOC})")
         definition = definition_from_form(edit_form({"name": "preview", "task": "preview"}, adhoc))
         typed = spec_of(definition)
         spec: Spec | None = typed
@@ -297,7 +301,7 @@ def preview(
         with state.schedules() as schedules:
             spec = schedules.get(name).schedule
             shown = schedules.preview(name, count=count, after=after)
-    zone = ZoneInfo(spec.timezone if isinstance(spec, Cron) else "UTC")
+    zone = ZoneInfo((spec.fields().get("timezone") if spec is not None else None) or "UTC")
     if as_json:
         echo_json(
             [

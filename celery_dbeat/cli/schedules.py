@@ -77,13 +77,13 @@ def add(
 ) -> None:
     """Create schedule NAME that sends TASK.
 
-    Give exactly one of --cron, --every or --at. Durations: 30s, 5m, 1h30m; instants: ISO-8601
-    with an offset (2025-01-31T09:00:00+01:00 or ...Z); JSON options as JSON text. A TASK the
-    app does not register (after importing its task modules) is stored with a warning: it may
-    be defined only in the workers' code.
+    Give exactly one of --cron, --rrule, --every or --at. Durations: 30s, 5m, 1h30m; instants:
+    ISO-8601 with an offset (2025-01-31T09:00:00+01:00 or ...Z); JSON options as JSON text. A
+    TASK the app does not register (after importing its task modules) is stored with a warning:
+    it may be defined only in the workers' code.
     """
     if not any(given.get(option) is not None for option in KIND_OF_OPTION):
-        raise click.UsageError("give one of --cron, --every or --at")
+        raise click.UsageError("give one of --cron, --rrule, --every or --at")
     form = edit_form({"name": name, "task": task, "enabled": not disabled}, given)
     definition = build(form, queue=queue, priority=priority)
     state = runtime()

@@ -16,12 +16,13 @@ from typing_extensions import Unpack
 from .calendars import check_calendar_name
 from .durations import parse_duration
 from .errors import ValidationError, one_of
-from .fields import BY_NAME, FIELDS, KIND_FIELDS, Field, Form, Role, ScheduleFields, names
+from .fields import BY_NAME, FIELDS, KIND_FIELDS, ZONED, Field, Form, Role, ScheduleFields, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
-from .specs import Cron, Every, Once, Solar, Spec, SpecFields
+from .specs import SPEC_CLASSES, Spec, SpecFields
 from .text import refuse_control_characters, unprintable
 from .timing import Timing, build_timing
+from .timing.rrule import zone_of
 from .validation import MAX_CATCHUP_LIMIT, dump_json, parse_args, parse_kwargs, parse_options
 
 __all__ = [
@@ -136,15 +137,20 @@ def _choice(
 
 
 def _spec_fields(schedule: Spec | Mapping[str, Any]) -> SpecFields:
-    if isinstance(schedule, (Cron, Every, Once, Solar)):
+    if isinstance(schedule, SPEC_CLASSES):
         return schedule.fields()
     if isinstance(schedule, Mapping) and "kind" in schedule:
         unknown = sorted(set(schedule) - set(SPEC_COLUMNS))
         if unknown:
             raise ValidationError("schedule", dict(schedule), f"unknown spec field {unknown[0]!r}")
-        return dict(schedule)
+        fields = dict(schedule)
+        if fields["kind"] == "rrule":  # the zone its DTSTART names, stored as the schedule's
+            fields["timezone"] = zone_of(fields.get("rrule"), fields.get("timezone"))
+        return fields
     raise ValidationError(
-        "schedule", schedule, "must be celery_dbeat.Cron(...), Every(...), Once(...) or Solar(...)"
+        "schedule",
+        schedule,
+        "must be celery_dbeat.Cron(...), Rrule(...), Every(...), Once(...) or Solar(...)",
     )
 
 
@@ -231,7 +237,7 @@ class Definition:
     def columns(self) -> dict[str, Any]:
         """The stored column values of this definition (timing and payload, not state)."""
         columns = {name: self.spec.get(name) for name in SPEC_COLUMNS}
-        if columns["kind"] != "cron":
+        if columns["kind"] not in ZONED:
             columns["timezone"] = None
         for name in names(Role.BOUNDS, Role.PAYLOAD):
             value = getattr(self, name)
@@ -321,7 +327,7 @@ def _plain(f: Field, value: Any) -> Any:
 def _spec_value(f: Field, value: Any) -> Any:
     """A plain value of spec field ``f``: specs hold durations as seconds."""
     if f.required and _blank(value):
-        raise ValidationError(f.name, value, f"is required for an {f.kind} schedule")
+        raise ValidationError(f.name, value, f"is required for an {' or '.join(f.kinds)} schedule")
     plain = _plain(f, value)
     if f.form is not Form.DURATION or plain is None:
         return plain
@@ -381,6 +387,6 @@ def form_text(row: Any) -> dict[str, Any]:
     beat marked broken can still be opened and fixed. Submitted unchanged it stores the same
     columns, so a payload-only edit keeps ``next_run_at``."""
     values = {name: _typed(getattr(row, name, None)) for name in FORM_FIELDS}
-    if values["kind"] == "cron" and not values["timezone"]:
+    if values["kind"] in ZONED and not values["timezone"]:
         values["timezone"] = BY_NAME["timezone"].default
     return values

@@ -15,6 +15,7 @@ state, read by beat and shown by the surfaces, never typed into a form.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -30,6 +31,8 @@ __all__ = [
     "FIELDS",
     "KINDS",
     "KIND_FIELDS",
+    "KIND_GROUPS",
+    "ZONED",
     "Field",
     "Form",
     "Role",
@@ -69,8 +72,8 @@ class Field:
     help: str
     #: What a form calls it; blank: its name in words (``max_runs``: "Max runs").
     label: str = ""
-    #: The spec kind the field belongs to; ``None``: every kind.
-    kind: str | None = None
+    #: The spec kinds the field belongs to; none: every kind.
+    kinds: tuple[str, ...] = ()
     #: What an empty form shows; for text and JSON also what a blank value means.
     default: str = ""
     #: The values of a :attr:`Form.CHOICE` field, and how its blank option is labelled.
@@ -87,10 +90,14 @@ class Field:
 #: The spec kinds, with what each is.
 KINDS: dict[str, str] = {
     "cron": "a cron expression in a time zone",
+    "rrule": "an RFC 5545 recurrence rule set in a time zone",
     "interval": "every N seconds",
     "once": "one instant",
     "solar": "sunrise, sunset, dawn, dusk or solar noon at a place",
 }
+
+#: The kinds read in an IANA zone, with its DST rules.
+ZONED = ("cron", "rrule")
 
 INSTANT_HELP = "ISO-8601 with an offset, e.g. 2027-01-31T09:00:00+01:00 or ...Z"
 
@@ -127,7 +134,33 @@ class _OwnArguments(TypedDict):
             Form.TEXT,
             "5 fields (minute hour day month weekday), or 6 with seconds last; "
             "@hourly-style aliases.",
-            kind="cron",
+            kinds=("cron",),
+        ),
+    ]
+    cron_days: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.CHOICE,
+            "When both day fields are restricted, 'all' fires only on days matching both "
+            "(Celery's crontab).",
+            label="Day matching",
+            kinds=("cron",),
+            choices=("all",),
+            blank="any (cron(8): either day field)",
+            null="any",
+        ),
+    ]
+    rrule: Annotated[
+        str | None,
+        Field(
+            Role.SPEC,
+            Form.TEXT,
+            "RFC 5545: a rule such as FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=18;BYMINUTE=0, or lines of "
+            "DTSTART, RRULE, RDATE and EXDATE.",
+            label="RRULE",
+            kinds=("rrule",),
+            required=True,
         ),
     ]
     timezone: Annotated[
@@ -137,7 +170,7 @@ class _OwnArguments(TypedDict):
             Form.TEXT,
             "The IANA zone the expression is read in, such as Europe/Paris (default UTC).",
             label="Time zone",
-            kind="cron",
+            kinds=ZONED,
             default="UTC",
         ),
     ]
@@ -148,7 +181,7 @@ class _OwnArguments(TypedDict):
             Form.CHOICE,
             "A slot in the spring-forward gap: fire at its end, shift it, or skip it.",
             label="DST gap",
-            kind="cron",
+            kinds=ZONED,
             choices=tuple(g.value for g in DstGap),
             blank="default (gap_end, or skip for wildcard hours)",
         ),
@@ -160,23 +193,9 @@ class _OwnArguments(TypedDict):
             Form.CHOICE,
             "A slot in the repeated fall-back hour: fire at its first, second or both occurrences.",
             label="DST fold",
-            kind="cron",
+            kinds=ZONED,
             choices=tuple(f.value for f in DstFold),
             blank="default (first, or both for wildcard hours)",
-        ),
-    ]
-    cron_days: Annotated[
-        str | None,
-        Field(
-            Role.SPEC,
-            Form.CHOICE,
-            "When both day fields are restricted, 'all' fires only on days matching both "
-            "(Celery's crontab).",
-            label="Day matching",
-            kind="cron",
-            choices=("all",),
-            blank="any (cron(8): either day field)",
-            null="any",
         ),
     ]
     every: Annotated[
@@ -185,12 +204,13 @@ class _OwnArguments(TypedDict):
             Role.SPEC,
             Form.DURATION,
             "Seconds, or a duration such as 30s, 5m, 1h30m.",
-            kind="interval",
+            kinds=("interval",),
             required=True,
         ),
     ]
     run_at: Annotated[
-        datetime | None, Field(Role.SPEC, Form.INSTANT, f"The instant. {INSTANT_HELP}", kind="once")
+        datetime | None,
+        Field(Role.SPEC, Form.INSTANT, f"The instant. {INSTANT_HELP}", kinds=("once",)),
     ]
     solar_event: Annotated[
         str | None,
@@ -200,7 +220,7 @@ class _OwnArguments(TypedDict):
             "Computed as Celery's solar schedule does, to the second; a day without it (polar day "
             "or night) is skipped. Needs the 'solar' extra (ephem).",
             label="Event",
-            kind="solar",
+            kinds=("solar",),
             default="sunrise",
             choices=tuple(EVENTS),
             blank="(choose an event)",
@@ -212,7 +232,7 @@ class _OwnArguments(TypedDict):
             Role.SPEC,
             Form.NUMBER,
             "Degrees north of the place, -90 to 90 (Paris: 48.85).",
-            kind="solar",
+            kinds=("solar",),
         ),
     ]
     longitude: Annotated[
@@ -221,7 +241,7 @@ class _OwnArguments(TypedDict):
             Role.SPEC,
             Form.NUMBER,
             "Degrees east of the place, -180 to 180 (Paris: 2.35).",
-            kind="solar",
+            kinds=("solar",),
         ),
     ]
 
@@ -367,8 +387,16 @@ BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
 #: The fields of each spec kind, in form order; every other field applies to every kind.
 KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    kind: tuple(f.name for f in FIELDS if f.kind == kind) for kind in KINDS
+    kind: tuple(f.name for f in FIELDS if kind in f.kinds) for kind in KINDS
 }
+
+#: The spec fields in form order, grouped by the kinds they belong to (the zone and its DST
+#: rules belong to both ``cron`` and ``rrule``): each admin shows a group while its kind is
+#: chosen.
+KIND_GROUPS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = tuple(
+    (kinds, tuple(f.name for f in group))
+    for kinds, group in itertools.groupby((f for f in FIELDS if f.kinds), lambda f: f.kinds)
+)
 
 
 def names(*roles: Role) -> tuple[str, ...]:

@@ -142,6 +142,8 @@ class ScheduleRow:
     solar_event: str | None = None
     latitude: float | None = None
     longitude: float | None = None
+    #: The recurrence set of an ``rrule`` schedule.
+    rrule: str | None = None
     #: Overlap policy (``allow``, ``skip``, ``buffer_one``; NULL is ``allow``) and the longest a
     #: run may take before it counts as lost (NULL: ``dbeat_max_run_time``).
     overlap_policy: str | None = None

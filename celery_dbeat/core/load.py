@@ -32,6 +32,7 @@ from .errors import ValidationError
 from .formats import seconds_text
 from .herds import SAMPLE_NAMES, Herd, Load, find_herds, herd_threshold
 from .planning import due_times, timing_of
+from .specs import Rrule
 from .timing import build_timing
 from .window import (
     BUCKETS,
@@ -301,4 +302,6 @@ def _label(row: Any) -> str:
         return f"every {seconds_text(row.every)}"
     if row.kind == "solar":
         return f"solar {row.solar_event} ({row.latitude:g}, {row.longitude:g})"
+    if row.kind == "rrule":
+        return Rrule(row.rrule or "", row.timezone).text()
     return str(row.kind)

@@ -50,6 +50,7 @@ def timing_of(row: ScheduleRow, *, bounds: bool = True) -> Timing:
         solar_event=row.solar_event,
         latitude=row.latitude,
         longitude=row.longitude,
+        rrule=row.rrule,
     )
 
 

@@ -1,4 +1,4 @@
-"""Spec descriptions users write: ``Cron``, ``Every``, ``Once`` and ``Solar``.
+"""Spec descriptions users write: ``Cron``, ``Rrule``, ``Every``, ``Once`` and ``Solar``.
 
 They can stand as the ``schedule`` of a ``beat_schedule`` entry or be passed to the API. Each
 owns its stored fields both ways (:meth:`fields`, :func:`spec_from_fields`) and its one-line
@@ -15,12 +15,16 @@ from typing import Any, ClassVar
 from .durations import parse_duration
 from .errors import ValidationError
 from .formats import iso, seconds_text
+from .timing.rrule import zone_of
 
 __all__ = [
     "DAYS_ALL",
+    "KIND_CLASSES",
+    "SPEC_CLASSES",
     "Cron",
     "Every",
     "Once",
+    "Rrule",
     "Solar",
     "Spec",
     "SpecFields",
@@ -159,14 +163,55 @@ class Solar:
         }
 
 
-Spec = Cron | Every | Once | Solar
-_KINDS: dict[str, type[Cron] | type[Every] | type[Once] | type[Solar]] = {
-    kind.kind: kind for kind in (Cron, Every, Once, Solar)
-}
+@dataclass(frozen=True)
+class Rrule:
+    """An RFC 5545 recurrence set read in an IANA zone: a rule such as
+    ``FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=18;BYMINUTE=0``, or lines of
+    ``DTSTART``, ``RRULE``, ``RDATE`` and ``EXDATE`` (:mod:`celery_dbeat.core.timing.rrule`).
+    ``timezone`` ``None``: the zone of ``DTSTART;TZID=...``, else UTC. DST rules as a
+    fixed-time cron expression's unless ``dst_gap``/``dst_fold`` say otherwise."""
+
+    rule: str
+    timezone: str | None = None
+    dst_gap: str | None = None
+    dst_fold: str | None = None
+
+    kind: ClassVar[str] = "rrule"
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[Any, Any]) -> Rrule | None:
+        rule = fields.get("rrule")
+        if rule is None:
+            return None
+        return cls(rule, fields.get("timezone"), fields.get("dst_gap"), fields.get("dst_fold"))
+
+    def text(self) -> str:
+        """``rrule 'FREQ=WEEKLY;BYDAY=2TU' Europe/London`` (lines joined by ``' / '``)."""
+        rule = " / ".join(line.strip() for line in self.rule.strip().splitlines() if line.strip())
+        words = [f"rrule '{rule}' {self.fields()['timezone']}"]
+        words += [
+            f"{k}={v}" for k, v in (("dst_gap", self.dst_gap), ("dst_fold", self.dst_fold)) if v
+        ]
+        return " ".join(words)
+
+    def fields(self) -> SpecFields:
+        return {
+            "kind": "rrule",
+            "rrule": self.rule,
+            "timezone": zone_of(self.rule, self.timezone),
+            "dst_gap": self.dst_gap,
+            "dst_fold": self.dst_fold,
+        }
+
+
+Spec = Cron | Every | Once | Solar | Rrule
+#: The spec classes (``isinstance(value, SPEC_CLASSES)``), and each by its kind.
+SPEC_CLASSES = (Cron, Every, Once, Solar, Rrule)
+KIND_CLASSES: dict[str, type[Spec]] = {kind.kind: kind for kind in SPEC_CLASSES}
 
 
 def spec_from_fields(fields: Mapping[Any, Any]) -> Spec | None:
     """The spec of stored fields (``kind`` and its columns: a row, or a definition's ``spec``),
     not validated; ``None`` for an unknown kind or one whose required field is missing."""
-    kind = _KINDS.get(str(fields.get("kind")))
+    kind = KIND_CLASSES.get(str(fields.get("kind")))
     return None if kind is None else kind.from_fields(fields)

@@ -14,8 +14,10 @@ What maps to what: interval -> ``Every`` (``relative=True`` only where Celery's 
 fixed grid), crontab -> ``Cron`` in the app's ``timezone`` (RedBeat stores no zone: Celery
 evaluates its crontabs there), rrule -> ``Every`` when it is a plain interval (``SECONDLY`` to
 ``WEEKLY`` without ``BY*`` rules; ``COUNT`` and ``UNTIL`` become ``end_at``; ``start_at`` is
-``DTSTART`` once it has run, else one period before it, which keeps ``DTSTART`` a slot); any
-other rrule is refused, naming it. RedBeat cannot store a solar schedule (its encoder has none).
+``DTSTART`` once it has run, else one period before it, which keeps ``DTSTART`` a slot), any
+other rrule -> ``Rrule``, the same rule from the same ``DTSTART`` read at its UTC offset (RedBeat
+keeps an offset, not a zone: ``Etc/GMT-1`` for +01:00; an offset of minutes is refused). RedBeat
+cannot store a solar schedule (its encoder has none).
 
 RedBeat's next fire: never run (no ``last_run_at``), at once; else the schedule's first event
 after ``last_run_at``. An interval's ``start_at`` is that next fire less one period.
@@ -36,7 +38,7 @@ from ..beat_schedule import spec_from_celery
 from ..core.definitions import Definition
 from ..core.errors import ConfigurationError, ValidationError
 from ..core.formats import iso, seconds_text
-from ..core.specs import Cron, Every
+from ..core.specs import Cron, Every, Rrule
 from ..core.timing import build_timing
 from ..core.urls import mask_url
 from .base import Imported, SourceRead, SourceUnavailable, build
@@ -71,6 +73,8 @@ _BY_RULES = (
     "bysecond",
 )
 _CHUNK = 500
+#: Before every DTSTART a rule may have (core.timing.EARLIEST_YEAR).
+_BEFORE_ANY_DTSTART = datetime(1900, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -262,14 +266,10 @@ def _rrule_fields(rule: Mapping[str, Any], last: datetime | None) -> dict[str, A
         why = f"INTERVAL={interval!r} is not a whole number of at least 1"
     else:
         why = None
-    if why:
-        return (
-            "celery-dbeat has no rrule schedules and imports only an rrule that is a plain "
-            f"interval (FREQ=SECONDLY to WEEKLY without BY* rules), and {why}: recreate it as a "
-            "Cron"
-        )
     if not isinstance(dtstart, datetime):
         return "has no DTSTART"
+    if why:
+        return _rrule_spec(rule, dtstart)
     every = timedelta(seconds=_PERIOD[freq] * interval)
     ends = []
     if isinstance(rule.get("count"), int):
@@ -284,6 +284,49 @@ def _rrule_fields(rule: Mapping[str, Any], last: datetime | None) -> dict[str, A
     # Not run yet: DTSTART itself is an occurrence, and an interval's first slot is one period
     # after its start_at.
     return {**fields, "start_at": dtstart - every, "notes": [_before_dtstart(dtstart, every)]}
+
+
+def _rrule_spec(rule: Mapping[str, Any], dtstart: datetime) -> dict[str, Any] | str:
+    """The ``Rrule`` of a rule that is not a plain interval: RedBeat's dateutil rule, from the
+    same DTSTART, read at DTSTART's UTC offset."""
+    offset = dtstart.utcoffset() or timedelta(0)
+    hours, rest = divmod(int(offset.total_seconds()), 3600)
+    if rest:
+        return (
+            f"DTSTART's UTC offset ({offset}) is not whole hours, and no IANA zone of a fixed "
+            "offset holds it: recreate it as an Rrule in its zone"
+        )
+    # POSIX signs: Etc/GMT-1 is one hour ahead of UTC.
+    zone = "UTC" if not hours else f"Etc/GMT{-hours:+d}"
+    parts = [f"FREQ={_frequency(rule)}", f"INTERVAL={rule.get('interval') or 1}"]
+    if rule.get("wkst") is not None:
+        parts.append(f"WKST={_weekday(rule['wkst'])}")
+    if rule.get("count") is not None:
+        parts.append(f"COUNT={rule['count']}")
+    if isinstance(rule.get("until"), datetime):
+        parts.append(f"UNTIL={rule['until'].astimezone(UTC):%Y%m%dT%H%M%SZ}")
+    for key in _BY_RULES:
+        value = rule.get(key)
+        if value in (None, [], ()):
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if key == "byweekday":
+            try:
+                values = [_weekday(v) for v in values]
+            except (ValueError, IndexError, TypeError):
+                return f"BYWEEKDAY={value!r} names no weekday"
+        parts.append(f"{key.upper()}={','.join(str(v) for v in values)}")
+    wall = dtstart.replace(tzinfo=None)
+    text = f"DTSTART;TZID={zone}:{wall:%Y%m%dT%H%M%S}\nRRULE:{';'.join(parts)}"
+    return {"schedule": Rrule(text, zone)}
+
+
+def _weekday(value: Any) -> str:
+    """A weekday as RFC 5545 names it: RedBeat writes 0-6 (Monday first), or dateutil's
+    weekday object, which its JSON keeps without an ordinal (``weekday(1)``)."""
+    if isinstance(value, str) and value.startswith("weekday(") and value.endswith(")"):
+        value = value[len("weekday(") : -1]
+    return ("MO", "TU", "WE", "TH", "FR", "SA", "SU")[int(value)]
 
 
 def _before_dtstart(dtstart: datetime, every: timedelta) -> str:
@@ -431,8 +474,8 @@ def _source_next(
     spec = definition.spec
     if kind == "rrule":
         # The first occurrence after the last run; never run, the first of all (DTSTART).
-        assert definition.start_at is not None
-        return definition.timing(definition.start_at).first_after(last or definition.start_at)
+        timing = definition.timing(definition.start_at or now)
+        return timing.first_after(last or definition.start_at or _BEFORE_ANY_DTSTART)
     if last is None:
         return now  # never run: due at once
     if kind == "interval":

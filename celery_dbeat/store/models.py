@@ -66,6 +66,8 @@ class Schedule(Base):
     #: or ``all`` (Celery's crontab: both). NULL means ``any``.
     cron_days: Mapped[str | None] = mapped_column(String(8))
     every: Mapped[float | None] = mapped_column(Double)
+    #: ``rrule`` schedules: the RFC 5545 recurrence set (``core/timing/rrule.py``).
+    rrule: Mapped[str | None] = mapped_column(Text)
     run_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     anchor_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     dst_gap: Mapped[str | None] = mapped_column(String(16))

@@ -22,7 +22,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from celery_dbeat import Cron, Every, Once
+from celery_dbeat import Cron, Every, Once, Rrule
 from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.config import Settings
@@ -419,6 +419,7 @@ def _outcome(tables: Tables, status: str) -> tuple[str, str, int] | None:
     return (first.strftime("%H:%M"), row.slot.strftime("%H:%M"), row.slot_count)
 
 
+@pytest.mark.parametrize("spec", [Cron("0 * * * *"), Rrule("FREQ=HOURLY")], ids=["cron", "rrule"])
 @pytest.mark.parametrize(("policy", "grace", "limit", "sent", "skipped", "dropped"), MISFIRES)
 def test_misfire_after_downtime_publishes_what_the_policy_table_says(
     store: Store,
@@ -432,9 +433,15 @@ def test_misfire_after_downtime_publishes_what_the_policy_table_says(
     sent: list[str],
     skipped: tuple[str, str, int] | None,
     dropped: tuple[str, str, int] | None,
+    spec: Cron | Rrule,
 ) -> None:
-    hourly = cron(
-        "hourly", "0 * * * *", misfire_policy=policy, misfire_grace=grace, catchup_limit=limit
+    hourly = Definition.create(
+        name="hourly",
+        task="tasks.hourly",
+        schedule=spec,
+        misfire_policy=policy,
+        misfire_grace=grace,
+        catchup_limit=limit,
     )
     tables.sync([hourly], at("08:30"))
     ticker = make_ticker()
@@ -817,6 +824,41 @@ def test_cron_slots_across_dst_are_published_at_the_utc_instants_semantics_lists
 ) -> None:
     clock = FixedClock(Z(since))
     tables.sync([cron("dst", expr, zone)], clock.now())
+    ticker = make_ticker(clock=clock, max_interval="1d", lock_ttl="2d")
+
+    run(ticker, clock, Z(until))
+
+    assert published(publisher) == fires("dst", [Z(t) for t in expected])
+
+
+RRULE_DST = [
+    pytest.param("America/New_York", "FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "2024-03-09T12:00",
+                 "2024-03-11T12:00", ["2024-03-10T07:00", "2024-03-11T06:30"], id="spring-gap"),
+    pytest.param("America/New_York", "FREQ=DAILY;BYHOUR=1;BYMINUTE=30", "2024-11-02T12:00",
+                 "2024-11-03T12:00", ["2024-11-03T05:30"], id="fall-back-first-copy-only"),
+    # Unlike `0 * * * *`: a rule's wall times follow the fixed-time rules whatever its FREQ.
+    pytest.param("America/New_York", "FREQ=HOURLY", "2024-11-03T04:30", "2024-11-03T07:30",
+                 ["2024-11-03T05:00", "2024-11-03T07:00"], id="hourly-fires-the-first-01:00"),
+    pytest.param("Europe/London", "FREQ=DAILY;BYHOUR=1;BYMINUTE=30", "2024-03-30T12:00",
+                 "2024-03-31T12:00", ["2024-03-31T01:00"], id="london-spring-gap"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("zone", "rule", "since", "until", "expected"), RRULE_DST)
+def test_rrule_slots_across_dst_are_published_by_the_fixed_time_rules(
+    store: Store,
+    tables: Tables,
+    publisher: RecordingPublisher,
+    make_ticker: MakeTicker,
+    zone: str,
+    rule: str,
+    since: str,
+    until: str,
+    expected: list[str],
+) -> None:
+    clock = FixedClock(Z(since))
+    dst = Definition.create(name="dst", task="tasks.dst", schedule=Rrule(rule, zone))
+    tables.sync([dst], clock.now())
     ticker = make_ticker(clock=clock, max_interval="1d", lock_ttl="2d")
 
     run(ticker, clock, Z(until))

@@ -36,7 +36,7 @@ from celery_dbeat.core.fields import (
     names,
 )
 from celery_dbeat.core.fires import ScheduleRow
-from celery_dbeat.core.specs import Spec, spec_from_fields
+from celery_dbeat.core.specs import SPEC_CLASSES, Spec, spec_from_fields
 from celery_dbeat.store.models import Schedule
 
 FIELD_NAMES = [f.name for f in FIELDS]
@@ -81,7 +81,7 @@ def test_the_rows_planning_and_the_api_read_hold_each_field_as_the_table_stores_
 
 
 def test_each_spec_kind_has_its_fields_and_every_spec_field_a_kind() -> None:
-    assert set(KINDS) == {spec.kind for spec in (Cron, Every, Once, Solar)}
+    assert set(KINDS) == {spec.kind for spec in SPEC_CLASSES}
     for kind, fields in KIND_FIELDS.items():
         assert fields, kind
     spec_fields = {f.name for f in FIELDS if f.role is Role.SPEC and f.name != "kind"}

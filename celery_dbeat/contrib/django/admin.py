@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from celery_dbeat.core.audit import change_text, decoded_changes, subject
 from celery_dbeat.core.definitions import SPEC_COLUMNS, TIMING_COLUMNS
 from celery_dbeat.core.errors import ConfigOwned, DBeatError
-from celery_dbeat.core.fields import KIND_FIELDS, KINDS
+from celery_dbeat.core.fields import KIND_GROUPS, ZONED
 from celery_dbeat.core.specs import spec_from_fields
 from celery_dbeat.core.states import state_note
 
@@ -117,12 +117,12 @@ class ScheduleAdmin(ScheduleWrites):
             (None, {"fields": ("name", "task", "enabled")}),
             ("When", {"fields": ("kind",)}),
         ]
-        for kind in KINDS:  # each shown alone by the kind menu's script (dbeat-kind-<kind>)
+        for kinds, fields in KIND_GROUPS:  # shown by the kind menu's script (dbeat-kind-<kind>)
+            classes = ("dbeat-kind", *(f"dbeat-kind-{kind}" for kind in kinds))
+            title = " and ".join(kind.title() for kind in kinds)
+            used = " or ".join(kinds)
             fieldsets.append(
-                (
-                    f"{kind.title()} (used when the kind is {kind})",
-                    {"fields": KIND_FIELDS[kind], "classes": ("dbeat-kind", f"dbeat-kind-{kind}")},
-                )
+                (f"{title} (used when the kind is {used})", {"fields": fields, "classes": classes})
             )
         fieldsets += [
             ("Bounds and jitter", {"fields": ("start_at", "end_at", "max_runs", "jitter")}),
@@ -199,7 +199,7 @@ class ScheduleAdmin(ScheduleWrites):
             slots = schedules().preview(obj.name, count=PREVIEW_COUNT)
         except DBeatError as exc:
             return f"cannot be computed: {exc}"
-        listed = next_slots_html(slots, obj.timezone if obj.kind == "cron" else None)
+        listed = next_slots_html(slots, obj.timezone if obj.kind in ZONED else None)
         if obj.unreadable is not None:
             unreadable: str = format_html(
                 "none while its stored values cannot be read; saved as shown, it would fire at: {}",

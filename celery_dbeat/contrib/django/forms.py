@@ -53,6 +53,7 @@ _NEUTRAL: dict[str, dict[str, str]] = {
     "interval": {"every": "60"},
     "once": {"run_at": "2000-01-01T00:00:00+00:00"},
     "solar": {"solar_event": "sunrise", "latitude": "0", "longitude": "0"},
+    "rrule": {"rrule": "FREQ=DAILY"},
 }
 WIDE = {"class": "vTextField"}
 JSON = {"rows": 2, "cols": 60, "class": "vLargeTextField"}

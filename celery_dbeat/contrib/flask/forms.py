@@ -72,7 +72,7 @@ def _widget(f: Field) -> Any:
     return StringField(f.label, default=default, description=f.help)
 
 
-_KIND_OF = {f.name: f.kind for f in FIELDS if f.kind is not None}
+_KINDS_OF = {f.name: " ".join(f.kinds) for f in FIELDS if f.kinds}
 _FIELDSET = Markup(
     '<fieldset class="dbeat-kind border rounded px-3 pt-1 mb-3" data-dbeat-kind="{}">'
     '<legend class="h6 w-auto px-1 mb-0">For kind <code>{}</code></legend>'
@@ -101,13 +101,13 @@ def schedule_form_rules() -> list[Any]:
     shown: list[Any] = [_HiddenField("csrf_token")]
     current: str | None = None
     for name in FORM_FIELDS:
-        kind = _KIND_OF.get(name)
-        if kind != current:
+        kinds = _KINDS_OF.get(name)
+        if kinds != current:
             if current is not None:
                 shown.append(rules.HTML("</fieldset>"))
-            if kind is not None:
-                shown.append(rules.HTML(_FIELDSET.format(kind, kind)))
-            current = kind
+            if kinds is not None:
+                shown.append(rules.HTML(_FIELDSET.format(kinds, kinds.replace(" ", " or "))))
+            current = kinds
         shown.append(rules.Field(name))
     if current is not None:
         shown.append(rules.HTML("</fieldset>"))

@@ -18,7 +18,7 @@ from wtforms import BooleanField
 from ...api import Schedules
 from ...core.definitions import MAX_PAUSE_NOTE, TIMING_COLUMNS, form_text
 from ...core.errors import ConfigOwned, DBeatError
-from ...core.fields import KINDS
+from ...core.fields import KINDS, ZONED
 from ...core.origins import CONFIG_ORIGIN
 from ...core.overlap import OverlapPolicy
 from ...core.states import STATES, schedule_state, state_note
@@ -217,7 +217,7 @@ class ScheduleView(ScheduleWrites):
 
     def _overview(self, row: Schedule, count: int = 5) -> dict[str, Any]:
         """What the edit page shows above the form: state, the next slots, links."""
-        zone = row.timezone if row.kind == "cron" and row.timezone else "UTC"
+        zone = row.timezone if row.kind in ZONED and row.timezone else "UTC"
         state, problem = schedule_state(row), self.unreadable(row)
         overview: dict[str, Any] = {
             "state": state,

@@ -19,6 +19,7 @@ from ..errors import ValidationError, one_of
 from .cron import CronSpec, DstFold, DstGap
 from .interval import IntervalSpec
 from .once import OnceSpec
+from .rrule import RruleSpec
 from .solar import SolarSpec
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "DstGap",
     "IntervalSpec",
     "OnceSpec",
+    "RruleSpec",
     "SolarSpec",
     "Spec",
     "SpecKind",
@@ -46,6 +48,7 @@ class SpecKind(str, enum.Enum):
     INTERVAL = "interval"
     ONCE = "once"
     SOLAR = "solar"
+    RRULE = "rrule"
 
 
 class Spec(Protocol):
@@ -153,6 +156,7 @@ def build_timing(
     solar_event: str | None = None,
     latitude: float | None = None,
     longitude: float | None = None,
+    rrule: str | None = None,
 ) -> Timing:
     """Validate stored or user-supplied timing fields and build the :class:`Timing`.
 
@@ -178,6 +182,13 @@ def build_timing(
         if anchor is None:
             raise ValidationError("anchor_at", anchor_at, "is required for an interval schedule")
         spec = IntervalSpec.parse(every, anchor)
+    elif spec_kind is SpecKind.RRULE:
+        if rrule is None:
+            raise ValidationError("rrule", rrule, "is required for an rrule schedule")
+        anchor = require_aware("anchor_at", start_at or anchor_at)
+        if anchor is None:
+            raise ValidationError("anchor_at", anchor_at, "is required for an rrule schedule")
+        spec = RruleSpec.parse(rrule, timezone, anchor=anchor, dst_gap=dst_gap, dst_fold=dst_fold)
     elif spec_kind is SpecKind.SOLAR:
         for name, value in (
             ("solar_event", solar_event),

@@ -16,9 +16,7 @@ means in UTC, so DST behaviour is ours (``SEMANTICS.md``), not the library's:
 from __future__ import annotations
 
 import copy
-import enum
 import functools
-import heapq
 import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 from ..errors import ValidationError, one_of
 from . import walltimes
 from .cronfields import FIELD_NAMES, never_matches, read
+from .zoned import DstFold, DstGap, WallClock
 
 __all__ = ["HOST_DEPENDENT_ZONE", "CronSpec", "DstFold", "DstGap", "load_zone"]
 
@@ -37,8 +36,6 @@ UTC = timezone.utc
 
 #: Column size of the stored zone name.
 MAX_ZONE = 64
-# Offset changes are looked for this far on either side of the instant a walk starts from.
-_TRANSITION_REACH = timedelta(days=1)
 # Offset changes between two instants are looked for at this spacing (tzdb's changes of one zone
 # lie days apart).
 _TRANSITION_PROBE = timedelta(hours=6)
@@ -46,22 +43,6 @@ _SECOND = timedelta(seconds=1)
 _DAY = timedelta(days=1)
 #: How far :meth:`CronSpec.slots_after` looks ahead for the zone's next offset change at a time.
 _QUIET_HORIZON = timedelta(days=7)
-
-
-class DstGap(str, enum.Enum):
-    """What a slot whose wall-clock time falls in a spring-forward gap does."""
-
-    GAP_END = "gap_end"  #: fire once at the end of the gap (cron(8) for fixed-time expressions)
-    SHIFT = "shift"  #: fire at the same offset into the new time (02:30 -> 03:30)
-    SKIP = "skip"  #: do not fire (the real clock; cron(8) for wildcard expressions)
-
-
-class DstFold(str, enum.Enum):
-    """What a slot whose wall-clock time occurs twice (fall-back) does."""
-
-    FIRST = "first"  #: fire at the first occurrence only (cron(8) for fixed-time expressions)
-    SECOND = "second"  #: fire at the second occurrence only
-    BOTH = "both"  #: fire at both (the real clock; cron(8) for wildcard expressions)
 
 
 #: Zone files whose meaning differs between hosts: the host's own zone, the POSIX rules file,
@@ -106,7 +87,7 @@ def _bad_field(fields: list[str], written: list[str]) -> str:
 
 
 @dataclass(frozen=True)
-class CronSpec:
+class CronSpec(WallClock):
     expr: str
     zone: ZoneInfo
     gap: DstGap
@@ -216,36 +197,14 @@ class CronSpec:
         """Slots strictly after ``after``: each wall time croniter finds, resolved by the DST
         rules (see the module docstring)."""
         after = after.astimezone(UTC)
-        local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self._lookback(
+        local_start = after.astimezone(self.zone).replace(tzinfo=None, fold=0) - self.lookback(
             after
         )
         # A copy of the parsed expression, moved to the start (``set_current``): parsing it
         # again costs several times the few steps a walk usually takes.
         walker = copy.copy(walltimes.expanded(self.fields, self.day_or))
         walker.set_current(local_start, force=True)
-        pending: list[datetime] = []
-        last: datetime | None = None
-        while True:
-            try:
-                wall = walker.get_next(datetime)
-            except CroniterBadDateError:
-                break
-            floor = self._floor(wall)
-            for instant in self._resolve(wall):
-                if instant > after:
-                    heapq.heappush(pending, instant)
-            # Every later wall time resolves to an instant >= floor, so all pending instants up
-            # to it are final and in order.
-            while pending and pending[0] <= floor:
-                instant = heapq.heappop(pending)
-                if last is None or instant > last:
-                    last = instant
-                    yield instant
-        while pending:
-            instant = heapq.heappop(pending)
-            if last is None or instant > last:
-                last = instant
-                yield instant
+        return self.resolved(_walls(walker), after)
 
     def count(self, after: datetime, until: datetime) -> int:
         """How many slots lie in ``(after, until]``, without walking them one by one.
@@ -304,73 +263,14 @@ class CronSpec:
                 yield self._transition(probe, nxt), abs(size)
             probe, offset = nxt, following
 
-    # Wall-clock resolution -------------------------------------------------------------------
 
-    def _lookback(self, after: datetime) -> timedelta:
-        """How far before ``after``'s wall time to start walking.
-
-        Near an offset change a wall time earlier than ``after``'s can still resolve to a later
-        instant (the second copy of a repeated hour, or a shifted gap time); the walk must start
-        that much earlier. Far from any change this is zero and the walk starts right at ``after``.
-        """
-        here = after.astimezone(self.zone).utcoffset() or timedelta(0)
-        change = timedelta(0)
-        for side in (after - _TRANSITION_REACH, after + _TRANSITION_REACH):
-            offset = side.astimezone(self.zone).utcoffset() or timedelta(0)
-            change = max(change, abs(offset - here))
-        return change + timedelta(seconds=1) if change else change
-
-    def _floor(self, wall: datetime) -> datetime:
-        """A lower bound of what this and every later wall time resolve to (monotone in wall)."""
-        first = wall.replace(tzinfo=self.zone, fold=0)
-        if self._exists(first):
-            return first.astimezone(UTC)
-        return self._gap_end(wall)
-
-    def _resolve(self, wall: datetime) -> list[datetime]:
-        first = wall.replace(tzinfo=self.zone, fold=0)
-        second = wall.replace(tzinfo=self.zone, fold=1)
-        if not self._exists(first):  # in a spring-forward gap
-            if self.gap is DstGap.SKIP:
-                return []
-            if self.gap is DstGap.SHIFT:
-                return [first.astimezone(UTC)]
-            return [self._gap_end(wall)]
-        if first.utcoffset() == second.utcoffset():
-            return [first.astimezone(UTC)]
-        # Ambiguous: the wall time occurs twice.
-        if self.fold is DstFold.FIRST:
-            return [first.astimezone(UTC)]
-        if self.fold is DstFold.SECOND:
-            return [second.astimezone(UTC)]
-        return [first.astimezone(UTC), second.astimezone(UTC)]
-
-    def _exists(self, aware: datetime) -> bool:
-        back = aware.astimezone(UTC).astimezone(self.zone)
-        return back.replace(tzinfo=None) == aware.replace(tzinfo=None)
-
-    def _gap_end(self, wall: datetime) -> datetime:
-        """The UTC instant at which the gap containing ``wall`` ends (the transition)."""
-        # fold=1 reads the wall time with the offset after the transition, fold=0 with the one
-        # before; the transition lies between the two readings.
-        low = wall.replace(tzinfo=self.zone, fold=1).astimezone(UTC)
-        high = wall.replace(tzinfo=self.zone, fold=0).astimezone(UTC)
-        if high < low:
-            low, high = high, low
-        return self._transition(low, high)
-
-    def _transition(self, low: datetime, high: datetime) -> datetime:
-        """The first whole second after ``low`` (up to ``high``) with another offset than
-        ``low``'s: transitions fall on whole seconds, found by binary search."""
-        before = low.astimezone(self.zone).utcoffset()
-        lo, hi = 0, int((high - low).total_seconds())
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if (low + timedelta(seconds=mid)).astimezone(self.zone).utcoffset() == before:
-                lo = mid + 1
-            else:
-                hi = mid
-        return low + timedelta(seconds=lo)
+def _walls(walker: croniter) -> Iterator[datetime]:
+    """The wall times croniter finds from where ``walker`` stands, until it finds none."""
+    while True:
+        try:
+            yield walker.get_next(datetime)
+        except CroniterBadDateError:
+            return
 
 
 #: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;

@@ -123,6 +123,7 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
         "dst_gap": None,
         "dst_fold": None,
         "cron_days": None,
+        "rrule": None,
         "every": None,
         "run_at": None,
         "solar_event": None,
@@ -286,13 +287,13 @@ def test_add_with_a_name_in_use_exits_1_naming_it(cli: Cli) -> None:
 @pytest.mark.parametrize(
     ("options", "fragment"),
     [
-        pytest.param([], "give one of --cron, --every or --at", id="no-spec"),
+        pytest.param([], "give one of --cron, --rrule, --every or --at", id="no-spec"),
         pytest.param(
             ["--cron", "* * * * *", "--every", "5m"], "not --cron and --every", id="two-specs"
         ),
         pytest.param(
             ["--every", "5m", "--tz", "UTC"],
-            "--tz applies to cron schedules only",
+            "--tz applies to cron or rrule schedules only (give --cron or --rrule)",
             id="tz-without-cron",
         ),
         pytest.param(

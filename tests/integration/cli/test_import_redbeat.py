@@ -26,12 +26,15 @@ from celery_dbeat.api import Schedules
 from tests.integration.cli.conftest import Cli, instant, shown
 
 UTC = timezone.utc
+#: RedBeat keeps a DTSTART's offset, not its zone.
+PLUS_ONE = timezone(timedelta(hours=1))
 FROM = ("import", "--from", "redbeat")
 CONFIG = {"from-config": {"task": "proj.tasks.config", "schedule": timedelta(seconds=60)}}
 LONG_NAME = "n" * 201
 IMPORTED = (
     "ended",
     "hourly-relative",
+    "last-of-month",
     "owed",
     "paused",
     "poll",
@@ -40,11 +43,7 @@ IMPORTED = (
 )
 REFUSED = {
     "drifting": "relative=True rounds each run down to the hour, so every=5400s drifts",
-    "last-of-month": (
-        "rrule FREQ=MONTHLY;BYMONTHDAY=-1;DTSTART=2024-01-01T00:00:00+00:00: celery-dbeat has "
-        "no rrule schedules and imports only an rrule that is a plain interval (FREQ=SECONDLY "
-        "to WEEKLY without BY* rules), and it has BYMONTHDAY: recreate it as a Cron"
-    ),
+    "minutes-ahead": "DTSTART's UTC offset (5:30:00) is not whole hours",
     "linked": "unsupported option 'link'",
     LONG_NAME: "is longer than 200 characters",
 }
@@ -121,11 +120,21 @@ def redbeat_source(cli: Cli, redis_url: str, redis_prefix: str) -> Iterator[Sour
     )
     save(app, "ended", rrule("HOURLY", dtstart=datetime(2020, 1, 1, tzinfo=UTC), count=3))
     save(app, "paused", crontab(minute=0, hour=3), enabled=False)
-    # Refused:
+    # An rrule that is no interval, imported as the same rule from the same DTSTART:
     save(
         app,
         "last-of-month",
-        rrule("MONTHLY", bymonthday=-1, dtstart=datetime(2024, 1, 1, tzinfo=UTC)),
+        rrule("MONTHLY", bymonthday=-1, byhour=18, dtstart=datetime(2024, 1, 1, tzinfo=PLUS_ONE)),
+    )
+    # Refused:
+    save(
+        app,
+        "minutes-ahead",
+        rrule(
+            "DAILY",
+            byhour=9,
+            dtstart=datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+        ),
     )
     save(app, "drifting", schedule(timedelta(minutes=90), relative=True))
     save(app, "linked", schedule(timedelta(hours=1)), options={"link": "proj.tasks.after"})
@@ -149,8 +158,8 @@ def test_a_dry_run_lists_every_entry_and_writes_nothing(cli: Cli, redbeat_source
         | dict.fromkeys(REFUSED, "refused")
         | dict.fromkeys(SKIPPED, "skipped")
     )
-    assert lines[-1].startswith("would import (dry run, nothing written) 7 schedules from RedBeat")
-    assert lines[-1].endswith("created 7, updated 0, unchanged 0, skipped 2, refused 4")
+    assert lines[-1].startswith("would import (dry run, nothing written) 8 schedules from RedBeat")
+    assert lines[-1].endswith("created 8, updated 0, unchanged 0, skipped 2, refused 4")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: 4 entries cannot be imported")
     with Schedules(cli.app.conf.dbeat_database_url) as api:
@@ -193,6 +202,17 @@ def test_each_kind_is_imported_with_its_options(cli: Cli, redbeat_source: Source
         "2020-01-01T02:00:00Z",  # COUNT=3: DTSTART and two more
         "finished",
     )
+    last_of_month = shown(cli, "last-of-month")
+    assert (last_of_month["kind"], last_of_month["timezone"]) == ("rrule", "Etc/GMT-1")
+    assert last_of_month["rrule"] == (
+        "DTSTART;TZID=Etc/GMT-1:20240101T000000\nRRULE:FREQ=MONTHLY;INTERVAL=1;BYMONTHDAY=-1;BYHOUR=18"
+    )
+    # RedBeat's own next occurrence (dateutil's), as an instant: 18:00 at +01:00.
+    upcoming = rrule(
+        "MONTHLY", bymonthday=-1, byhour=18, dtstart=datetime(2024, 1, 1, tzinfo=PLUS_ONE)
+    )
+    expected = upcoming.rrule.after(datetime.now(UTC))
+    assert instant(last_of_month["next_run_at"]) == expected
     assert shown(cli, "paused")["state"] == "paused"
     assert report["refused"].keys() == REFUSED.keys()
     for name, reason in REFUSED.items():

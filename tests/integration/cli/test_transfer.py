@@ -19,6 +19,13 @@ from celery_dbeat.cli._documents import dump, load
 from celery_dbeat.core.errors import ConfigOwned
 from tests.integration.cli.conftest import Cli, make_app, migrated
 
+#: The last Friday of each month but December 2026's, 09:00 in London.
+RULE = (
+    "DTSTART;TZID=Europe/London:20260105T090000\n"
+    "RRULE:FREQ=MONTHLY;BYDAY=-1FR\n"
+    "EXDATE:20261225T090000"
+)
+
 
 def versions(cli: Cli) -> dict[str, tuple[int, object]]:
     """Each schedule's definition version and next run: what an import must not touch."""
@@ -76,6 +83,7 @@ def fill(cli: Cli) -> None:
     cli.ok("add", "finished", "proj.tasks.d", "--at", "2001-01-01T00:00:00Z")
     cli.ok("add", "paused", "proj.tasks.e", "--cron", "0 0 1 * *", "--disabled")
     cli.ok("add", "unicode-été", "proj.tasks.f", "--every", "1h", "--args", '["été"]')
+    cli.ok("add", "rrule-london", "proj.tasks.h", "--rrule", RULE, "--dst-fold", "both")
     cli.app.conf.beat_schedule = {
         "celery-crontab": {
             "task": "proj.tasks.g",
@@ -98,12 +106,19 @@ def test_export_import_export_reproduces_the_file_exactly(
     report = other.ok("import", str(first))
     other.ok("export", str(second))
 
-    assert report == f"imported 7 schedules from {first}: created 7, updated 0, unchanged 0\n"
+    assert report == f"imported 8 schedules from {first}: created 8, updated 0, unchanged 0\n"
     assert second.read_text() == first.read_text()
     shown = json.loads(other.ok("show", "paused", "--json"))
     assert shown["state"] == "paused"
     loaded = (json.loads if suffix == "json" else yaml.safe_load)(first.read_text())
-    assert (loaded["version"], len(loaded["schedules"])) == (1, 7)
+    assert (loaded["version"], len(loaded["schedules"])) == (1, 8)
+    rrule = next(s for s in loaded["schedules"] if s["name"] == "rrule-london")
+    assert (rrule["kind"], rrule["rrule"], rrule["timezone"], rrule["dst_fold"]) == (
+        "rrule",
+        RULE,
+        "Europe/London",
+        "both",
+    )
     overlap = {s["name"]: (s["overlap_policy"], s["max_run_time"]) for s in loaded["schedules"]}
     assert (overlap["cron-ny"], overlap["every-90s"], overlap["once"]) == (
         ("buffer_one", None),

@@ -33,6 +33,7 @@ def test_every_kind_is_offered_solar_included(client: Any) -> None:
     assert select is not None
     assert re.findall(r'<option value="(\w+)"', select.group(0)) == [
         "cron",
+        "rrule",
         "interval",
         "once",
         "solar",
@@ -101,17 +102,22 @@ def test_each_kinds_fields_are_in_a_fieldset_the_kind_menus_script_shows_alone(
     client: Any,
 ) -> None:
     page = client.get(ADD).content.decode()
-    for kind, fields in {
-        "cron": ("cron", "timezone", "dst_gap", "dst_fold", "cron_days"),
-        "interval": ("every",),
-        "once": ("run_at",),
-        "solar": ("solar_event", "latitude", "longitude"),
-    }.items():
-        match = re.search(
-            rf'<fieldset class="[^"]*dbeat-kind-{kind}[^"]*".*?</fieldset>', page, re.S
-        )
-        assert match is not None, kind
-        assert re.findall(r'name="(\w+)"', match.group(0)) == list(fields)
+    groups = re.findall(r'<fieldset class="([^"]*dbeat-kind [^"]*)".*?</fieldset>', page, re.S)
+    found = {}
+    for classes in groups:
+        match = re.search(rf'<fieldset class="{classes}".*?</fieldset>', page, re.S)
+        assert match is not None
+        kinds = tuple(c.removeprefix("dbeat-kind-") for c in classes.split() if "-kind-" in c)
+        found[kinds] = re.findall(r'name="(\w+)"', match.group(0))
+    # The zone and its DST rules show for cron and rrule alike.
+    assert found == {
+        ("cron",): ["cron", "cron_days"],
+        ("rrule",): ["rrule"],
+        ("cron", "rrule"): ["timezone", "dst_gap", "dst_fold"],
+        ("interval",): ["every"],
+        ("once",): ["run_at"],
+        ("solar",): ["solar_event", "latitude", "longitude"],
+    }
     assert 'document.getElementById("id_kind")' in page
 
 

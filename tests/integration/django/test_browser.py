@@ -65,13 +65,19 @@ def browser_page(live_server: str, *, javascript: bool = True, width: int = 1280
         yield page
 
 
+#: A field of each kind's own (the zone is shown for cron and rrule alike).
+OWN_FIELD = {
+    "cron": "#id_cron",
+    "rrule": "#id_rrule",
+    "interval": "#id_every",
+    "once": "#id_run_at",
+    "solar": "#id_solar_event",
+}
+
+
 def visible_kinds(page: Any) -> list[str]:
-    """The kinds whose fieldset shows."""
-    return [
-        kind
-        for kind in ("cron", "interval", "once", "solar")
-        if page.locator(f"fieldset.dbeat-kind-{kind}").is_visible()
-    ]
+    """The kinds whose own fields show."""
+    return [kind for kind, field in OWN_FIELD.items() if page.locator(field).is_visible()]
 
 
 @pytest.mark.browser
@@ -102,13 +108,16 @@ def test_the_kind_menu_shows_only_the_chosen_kinds_fields(live_server: str, api:
         page.goto(f"{live_server}/admin/celery_dbeat/schedule/add/")
         shown = {"cron": visible_kinds(page)}
         shot(page, SHOTS, "add-cron")
-        for kind in ("interval", "once", "solar"):
+        zone_shown = {}
+        for kind in ("rrule", "interval", "once", "solar"):
             page.select_option("#id_kind", kind)
             shown[kind] = visible_kinds(page)
+            zone_shown[kind] = page.locator("#id_timezone").is_visible()
         shot(page, SHOTS, "add-solar")
         assert page.locator("#id_every").is_hidden()
         assert page.locator("#id_latitude").is_visible()
-    assert shown == {kind: [kind] for kind in ("cron", "interval", "once", "solar")}
+    assert shown == {kind: [kind] for kind in OWN_FIELD}
+    assert zone_shown == {"rrule": True, "interval": False, "once": False, "solar": False}
 
 
 @pytest.mark.browser
@@ -150,7 +159,7 @@ def test_without_javascript_every_kinds_fields_show_and_the_form_still_saves(
         shot(page, SHOTS, "add-no-javascript")
         page.click("input[name=_save]")
         page.wait_for_url("**/admin/celery_dbeat/schedule/")
-    assert shown == ["cron", "interval", "once", "solar"]
+    assert shown == list(OWN_FIELD)
     assert api.get("no-js").schedule == Every(120)
 
 

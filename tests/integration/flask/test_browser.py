@@ -26,6 +26,7 @@ from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import SystemClock
+from celery_dbeat.core.fields import KIND_GROUPS
 from celery_dbeat.locks import DatabaseLock
 from tests.integration.browser import headless_chromium, shot
 from tests.integration.conftest import RecordingPublisher, settings
@@ -36,7 +37,13 @@ pytestmark = pytest.mark.browser
 SHOTS = Path("/tmp/flask-shots")
 #: What the example app's task field suggests in these tests.
 TASK_NAMES = ["proj.tasks.greet", "proj.tasks.tick"]
-KINDS = {"cron": "#cron", "interval": "#every", "once": "#run_at", "solar": "#solar_event"}
+KINDS = {
+    "cron": "#cron",
+    "rrule": "#rrule",
+    "interval": "#every",
+    "once": "#run_at",
+    "solar": "#solar_event",
+}
 
 
 @pytest.fixture
@@ -171,7 +178,8 @@ def test_the_form_shows_only_the_chosen_kinds_fields_and_creates_a_solar_schedul
     for kind in KINDS:
         page.select_option("#kind", kind)
         assert shown_kind(page) == [kind]
-        assert page.is_visible(f"fieldset[data-dbeat-kind={kind}] legend")
+        assert page.is_visible(f"fieldset[data-dbeat-kind~={kind}] legend >> nth=0")
+        assert page.is_visible("#timezone") == (kind in ("cron", "rrule"))
 
     # The task field suggests the registered names: the browser links it to the datalist.
     suggested = page.eval_on_selector("#task", "e => Array.from(e.list.options, o => o.value)")
@@ -277,7 +285,7 @@ def test_without_javascript_every_kind_shows_under_its_legend_and_the_form_works
     page = sign_in(chromium, example_server, "/admin/schedules/new/", javascript=False)
     assert shown_kind(page) == list(KINDS)
     legends = page.locator("fieldset[data-dbeat-kind] legend").all_inner_texts()
-    assert legends == [f"For kind {kind}" for kind in KINDS]
+    assert legends == [f"For kind {' or '.join(kinds)}" for kinds, _ in KIND_GROUPS]
     shot(page, SHOTS, "no-js-form")
     page.fill("#name", "no-js")
     page.fill("#task", "proj.tasks.greet")

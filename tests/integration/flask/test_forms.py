@@ -22,7 +22,7 @@ import celery_dbeat.contrib.flask
 from celery_dbeat import Every, Solar
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.definitions import FORM_FIELDS, SPEC_COLUMNS
-from celery_dbeat.core.fields import KIND_FIELDS
+from celery_dbeat.core.fields import KIND_FIELDS, KIND_GROUPS
 from celery_dbeat.core.timing.solar import EVENTS
 from celery_dbeat.task_names import unknown_task_warning
 from tests.bad_inputs import BadInput, bad_input_params
@@ -39,25 +39,29 @@ def select_options(page: str, field: str) -> list[str]:
 
 
 def fieldsets(page: str) -> dict[str, list[str]]:
-    """The form fields inside each ``fieldset[data-dbeat-kind]``."""
-    found = re.findall(r'<fieldset[^>]*data-dbeat-kind="(\w+)"[^>]*>(.*?)</fieldset>', page, re.S)
-    return {kind: re.findall(r'\bid="(\w+)"', body) for kind, body in found}
+    """The form fields inside each ``fieldset[data-dbeat-kind]``, by its kinds."""
+    found = re.findall(
+        r'<fieldset[^>]*data-dbeat-kind="([\w ]+)"[^>]*>(.*?)</fieldset>', page, re.S
+    )
+    return {kinds: re.findall(r'\bid="(\w+)"', body) for kinds, body in found}
 
 
 def test_the_kind_select_offers_every_spec_kind_solar_included(admin: Browser) -> None:
     page = admin.get("/admin/schedules/new/")
-    assert select_options(page, "kind") == ["cron", "interval", "once", "solar"]
+    assert select_options(page, "kind") == ["cron", "rrule", "interval", "once", "solar"]
     assert select_options(page, "solar_event") == ["", *EVENTS]
     assert "solar: sunrise, sunset, dawn, dusk or solar noon at a place" in page
 
 
 def test_each_kinds_fields_are_grouped_under_a_legend_naming_the_kind(admin: Browser) -> None:
     page = admin.get("/admin/schedules/new/")
-    assert fieldsets(page) == {kind: list(fields) for kind, fields in KIND_FIELDS.items()}
-    for kind in KIND_FIELDS:  # what a browser without the script shows above each group
-        assert f"For kind <code>{kind}</code></legend>" in page
-    # Every spec field belongs to exactly one kind; the other fields stay outside the groups.
-    grouped = [name for fields in KIND_FIELDS.values() for name in fields]
+    # The zone and its DST rules are one group, shown for cron and rrule.
+    assert fieldsets(page) == {" ".join(kinds): list(fields) for kinds, fields in KIND_GROUPS}
+    assert fieldsets(page)["cron rrule"] == ["timezone", "dst_gap", "dst_fold"]
+    for kinds, _ in KIND_GROUPS:  # what a browser without the script shows above each group
+        assert f"For kind <code>{' or '.join(kinds)}</code></legend>" in page
+    # Every spec field is in exactly one group; the other fields stay outside the groups.
+    grouped = [name for _, fields in KIND_GROUPS for name in fields]
     assert sorted(grouped) == sorted(c for c in SPEC_COLUMNS if c != "kind")
     assert [f for f in FORM_FIELDS if re.search(rf'\bid="{f}"', page)] == list(FORM_FIELDS)
 

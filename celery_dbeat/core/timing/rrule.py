@@ -1,0 +1,468 @@
+"""``rrule`` specs: an RFC 5545 recurrence set (rules, dates and exclusions) in an IANA zone.
+
+The text is what an iCalendar event says of its recurrence, one property a line::
+
+    DTSTART;TZID=Europe/London:20260130T180000
+    RRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1
+    EXDATE;TZID=Europe/London:20261231T180000
+
+or a rule alone (``FREQ=WEEKLY;BYDAY=2TU``). python-dateutil expands each rule into local wall
+times; :class:`~.zoned.WallClock` decides what each means in UTC, with the rules of fixed-time
+cron expressions by default (a wall time in a spring-forward gap fires once at the end of the gap,
+one that happens twice fires once, at its first occurrence), so DST behaviour is ours, not the
+library's. What is read:
+
+* ``DTSTART``: floating (read in the schedule's zone), with ``TZID`` (sets the zone; it must agree
+  with the schedule's own), or in UTC (``Z``: the rule is read in UTC). Without one the rule starts
+  at midnight, in its zone, of the day of ``start_at`` or of the day the schedule was created, so
+  the parts a rule leaves out (the minute of an hourly rule, the day of a monthly one) come from
+  that midnight.
+* any number of ``RRULE`` lines; ``RDATE`` and ``EXDATE`` lines (date-times, floating, ``TZID``
+  or ``Z``, or ``VALUE=DATE`` dates meaning their midnight). An exclusion removes the wall time
+  from every rule and date, as in an iCalendar recurrence set.
+* ``UNTIL`` in UTC (``Z``) bounds the instants, a floating one the wall times. ``COUNT`` counts
+  the rule's wall times from ``DTSTART``, before exclusions (RFC 5545).
+
+Refused, with one line each: ``EXRULE`` (deprecated by RFC 5545), ``RDATE`` periods, ``COUNT``
+with ``UNTIL``, a ``COUNT`` above :data:`MAX_COUNT`, a rule dateutil cannot read, and a rule with
+no instant within :data:`HORIZON_YEARS` years of its start.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta, timezone
+from typing import Any
+
+from dateutil.relativedelta import relativedelta
+from dateutil.rrule import rrulestr
+
+from ..errors import ValidationError, one_of
+from .zoned import DstFold, DstGap, WallClock
+
+__all__ = ["HORIZON_YEARS", "MAX_COUNT", "MAX_TEXT", "RruleSpec", "zone_of"]
+
+UTC = timezone.utc
+
+#: Column size of the stored text.
+MAX_TEXT = 4000
+#: A ``COUNT`` is expanded once when the spec is read; above this, ``UNTIL`` says the same.
+MAX_COUNT = 100_000
+#: A set without an instant this many years after its start is refused (the Gregorian calendar
+#: repeats every 400 years: a rule without one there has none ever).
+HORIZON_YEARS = 400
+
+_FREQS = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY")
+_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+_DAY_PARTS = ("BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY", "BYEASTER")
+#: The values RFC 5545 allows in each numeric BY part (zero never; negative from the end where a
+#: range is given as ``(-most, most)``). dateutil checks some only when it walks the rule.
+_RANGES = {
+    "BYSECOND": (0, 59),
+    "BYMINUTE": (0, 59),
+    "BYHOUR": (0, 23),
+    "BYMONTH": (1, 12),
+    "BYMONTHDAY": (-31, 31),
+    "BYYEARDAY": (-366, 366),
+    "BYWEEKNO": (-53, 53),
+    "BYSETPOS": (-366, 366),
+}
+_STAMP = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?\Z")
+# A walk starts this much before the wall time of the instant it follows: an earlier wall time
+# can resolve to a later instant near an offset change (see WallClock.lookback).
+_MARGIN = timedelta(days=2)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One ``RRULE``: its parts with the defaults DTSTART gives made explicit (so it can restart
+    at a later period with the same wall times), and the instant its ``UNTIL`` in UTC sets."""
+
+    parts: tuple[tuple[str, str], ...]
+    freq: int
+    interval: int
+    start: datetime  # naive local DTSTART
+    until: datetime | None  # aware UTC
+
+    def walls(self, after: datetime) -> Iterator[datetime]:
+        """The rule's wall times from ``after`` (naive local) on, ascending: expanded from the
+        latest period that keeps the grid and starts before ``after``."""
+        start = self._restart(after)
+        text = "RRULE:" + ";".join(f"{k}={v}" for k, v in self.parts)
+        expanded = rrulestr(text, dtstart=start)
+        return (wall for wall in expanded.xafter(after, inc=True))
+
+    def _restart(self, before: datetime) -> datetime:
+        """A start at the beginning of a period ``k * INTERVAL`` periods after DTSTART's,
+        before ``before`` (DTSTART itself when there is none)."""
+        unit = _period_start(self.start, self.freq, self.parts)
+        periods = _periods_between(unit, before, self.freq)
+        steps = periods // self.interval - 1
+        if steps < 1:
+            return self.start
+        return _add_periods(unit, self.freq, steps * self.interval)
+
+
+@dataclass(frozen=True)
+class RruleSpec(WallClock):
+    text: str
+    zone: Any  # ZoneInfo
+    gap: DstGap
+    fold: DstFold
+    rules: tuple[_Rule, ...]
+    #: RDATE wall times (naive local) and instants (aware UTC), EXDATE wall times.
+    dates: tuple[datetime, ...]
+    instants: tuple[datetime, ...]
+    excluded: frozenset[datetime]
+
+    @classmethod
+    def parse(
+        cls,
+        text: str,
+        tz: str | None = None,
+        *,
+        anchor: datetime,
+        dst_gap: str | None = None,
+        dst_fold: str | None = None,
+    ) -> RruleSpec:
+        """Read ``text`` in zone ``tz`` (``None``: DTSTART's TZID, or UTC); ``anchor`` (aware)
+        places a DTSTART the text does not give (midnight of its day, in the zone)."""
+        arguments = (text, tz, anchor, dst_gap, dst_fold)
+        if isinstance(text, str) and isinstance(tz, str | None) and isinstance(anchor, datetime):
+            return _parsed(*arguments)
+        return _parse(*arguments)
+
+    def slots_after(self, after: datetime) -> Iterator[datetime]:
+        """Slots strictly after ``after``, ascending, as aware UTC datetimes, each once."""
+        after = after.astimezone(UTC)
+        start = after.astimezone(self.zone).replace(tzinfo=None, fold=0)
+        start -= self.lookback(after) + _MARGIN
+        streams = [self._rule_slots(rule, start, after) for rule in self.rules]
+        dates = (wall for wall in self.dates if wall >= start and wall not in self.excluded)
+        streams.append(self.resolved(dates, after))
+        streams.append(i for i in self.instants if i > after)
+        last = None
+        for slot in heapq.merge(*streams):
+            if slot != last:
+                last = slot
+                yield slot
+
+    def _rule_slots(self, rule: _Rule, start: datetime, after: datetime) -> Iterator[datetime]:
+        walls = (w for w in rule.walls(start) if w not in self.excluded)
+        for slot in self.resolved(walls, after):
+            if rule.until is not None and slot > rule.until:
+                return
+            yield slot
+
+    def count(self, after: datetime, until: datetime) -> int:
+        total = 0
+        for slot in self.slots_after(after):
+            if slot > until:
+                break
+            total += 1
+        return total
+
+
+def zone_of(text: Any, timezone: str | None) -> str:
+    """The zone a recurrence set is read in: the one its ``DTSTART`` names (``TZID``, or UTC for
+    a ``Z`` value) unless ``timezone`` names another than UTC (:func:`_parse` refuses the two
+    when they differ), else ``timezone``, else UTC."""
+    if timezone not in (None, "", "UTC"):
+        return str(timezone)
+    try:
+        starts = [line for line in _lines(text) if line[0] == "DTSTART"]
+        named = _stamp(text, *starts[0])[0] if len(starts) == 1 else None
+    except (ValidationError, TypeError, AttributeError):
+        named = None
+    return named or "UTC"
+
+
+def _parse(
+    text: str, tz: str | None, anchor: datetime, dst_gap: str | None, dst_fold: str | None
+) -> RruleSpec:
+    from .cron import load_zone  # cron's zone rules, one place
+
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError("rrule", text, "must be an RFC 5545 rule such as 'FREQ=DAILY'")
+    if len(text) > MAX_TEXT:
+        raise ValidationError("rrule", text, f"is longer than {MAX_TEXT} characters")
+    lines = _lines(text)
+    starts = [line for line in lines if line[0] == "DTSTART"]
+    if len(starts) > 1:
+        raise ValidationError("rrule", text, "has more than one DTSTART")
+    zone_name = tz
+    start_wall: datetime | None = None
+    if starts:
+        _, params, value = starts[0]
+        start_zone, start_wall = _stamp(text, "DTSTART", params, value)
+        if start_zone is not None:
+            if tz not in (None, "UTC", start_zone):
+                raise ValidationError(
+                    "rrule",
+                    text,
+                    f"DTSTART is in {start_zone} but the schedule's time zone is {tz}: "
+                    "give one zone",
+                )
+            zone_name = start_zone
+    zone = load_zone(zone_name or "UTC")
+    if start_wall is None:
+        local = anchor.astimezone(zone)
+        start_wall = datetime.combine(local.date(), time.min)
+    gap = one_of("dst_gap", dst_gap, DstGap) if dst_gap else DstGap.GAP_END
+    fold = one_of("dst_fold", dst_fold, DstFold) if dst_fold else DstFold.FIRST
+    rules: list[_Rule] = []
+    dates: list[datetime] = []
+    instants: list[datetime] = []
+    excluded: set[datetime] = set()
+    for name, params, value in lines:
+        if name == "RRULE":
+            rules.append(_rule(text, value, start_wall))
+        elif name in ("RDATE", "EXDATE"):
+            for item in value.split(","):
+                stamp_zone, wall = _stamp(text, name, params, item)
+                if name == "EXDATE":
+                    excluded.add(_wall_in(wall, stamp_zone, zone, load_zone))
+                elif stamp_zone in (None, zone.key):
+                    dates.append(wall)
+                else:
+                    instants.append(_instant(wall, stamp_zone, load_zone))
+        elif name != "DTSTART":
+            raise ValidationError("rrule", text, _unsupported(name))
+    if not rules and not dates and not instants:
+        raise ValidationError("rrule", text, "has no RRULE and no RDATE")
+    return RruleSpec(
+        text.strip(),
+        zone,
+        gap,
+        fold,
+        tuple(rules),
+        tuple(sorted(dates)),
+        tuple(sorted(instants)),
+        frozenset(excluded),
+    )
+
+
+def _unsupported(name: str) -> str:
+    if name == "EXRULE":
+        return "EXRULE is deprecated by RFC 5545 and not supported: list the dates in EXDATE"
+    return f"has a {name} line: only DTSTART, RRULE, RDATE and EXDATE are read"
+
+
+def _lines(text: str) -> list[tuple[str, str, str]]:
+    """``(NAME, params, value)`` of each content line (RFC 5545 folding undone); a bare rule
+    (``FREQ=...``) is an RRULE."""
+    unfolded = re.sub(r"\r?\n[ \t]", "", text.strip())
+    found = []
+    for raw in unfolded.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if line.upper().startswith("FREQ="):
+            line = "RRULE:" + line
+        head, colon, value = line.partition(":")
+        if not colon or not value.strip():
+            raise ValidationError("rrule", text, f"line {line!r} is not NAME:VALUE")
+        name, _, params = head.partition(";")
+        found.append((name.strip().upper(), params.strip(), value.strip()))
+    return found
+
+
+def _stamp(text: str, name: str, params: str, value: str) -> tuple[str | None, datetime]:
+    """The zone (``TZID``, ``"UTC"`` for a ``Z`` value, ``None`` when floating) and the wall
+    time of a DTSTART, RDATE or EXDATE value."""
+    options = dict(p.partition("=")[::2] for p in params.split(";") if p)
+    options = {k.strip().upper(): v.strip().strip('"') for k, v in options.items()}
+    if options.get("VALUE", "DATE-TIME").upper() == "PERIOD" or "/" in value:
+        raise ValidationError("rrule", text, f"{name} periods are not supported: give instants")
+    match = _STAMP.match(value.strip())
+    if match is None:
+        raise ValidationError(
+            "rrule", text, f"{name} value {value!r} is not a date-time such as 20260130T180000"
+        )
+    day, clock, utc = match.groups()
+    try:
+        wall = datetime.strptime(day + (clock or "000000"), "%Y%m%d%H%M%S")
+    except ValueError:
+        raise ValidationError("rrule", text, f"{name} value {value!r} is not a date") from None
+    zone = "UTC" if utc else options.get("TZID")
+    return zone, wall
+
+
+def _wall_in(wall: datetime, stamp_zone: str | None, zone: Any, load_zone: Any) -> datetime:
+    """An EXDATE's wall time in the schedule's zone."""
+    if stamp_zone in (None, zone.key):
+        return wall
+    instant = _instant(wall, stamp_zone, load_zone)
+    return instant.astimezone(zone).replace(tzinfo=None)
+
+
+def _instant(wall: datetime, stamp_zone: str, load_zone: Any) -> datetime:
+    return wall.replace(tzinfo=load_zone(stamp_zone, "rrule")).astimezone(UTC)
+
+
+def _rule(text: str, value: str, start: datetime) -> _Rule:
+    parts: dict[str, str] = {}
+    for piece in value.split(";"):
+        key, equals, part = piece.partition("=")
+        key = key.strip().upper()
+        if not equals or not key:
+            raise ValidationError("rrule", text, f"rule part {piece!r} is not NAME=VALUE")
+        if key in parts:
+            raise ValidationError("rrule", text, f"rule part {key} is given twice")
+        parts[key] = part.strip().upper()
+    for key, (least, most) in _RANGES.items():
+        for item in parts.get(key, "").split(",") if key in parts else ():
+            if (
+                not re.fullmatch(r"[+-]?\d{1,3}", item)
+                or not least <= int(item) <= most
+                or (least < 0 and int(item) == 0)
+            ):
+                problem = (
+                    f"{key}={parts[key]}: each value must be a whole number from {least} to {most}"
+                )
+                raise ValidationError("rrule", text, problem + (", not 0" if least < 0 else ""))
+    freq_name = parts.get("FREQ")
+    if freq_name not in _FREQS:
+        raise ValidationError("rrule", text, f"FREQ must be one of {', '.join(_FREQS)}")
+    freq = _FREQS.index(freq_name)
+    if "COUNT" in parts and "UNTIL" in parts:
+        raise ValidationError("rrule", text, "gives both COUNT and UNTIL (RFC 5545: one or none)")
+    until: datetime | None = None
+    if parts.get("UNTIL", "").endswith("Z"):
+        stamp = _STAMP.match(parts.pop("UNTIL"))
+        if stamp is None:
+            raise ValidationError(
+                "rrule", text, "UNTIL is not a date-time such as 20261231T000000Z"
+            )
+        until = datetime.strptime(stamp[1] + (stamp[2] or "000000"), "%Y%m%d%H%M%S")
+        until = until.replace(tzinfo=UTC)
+    try:
+        interval = int(parts.get("INTERVAL", "1"))
+        if interval < 1:
+            raise ValueError("INTERVAL must be 1 or more")
+        count = int(parts["COUNT"]) if "COUNT" in parts else None
+        if count is not None and not 1 <= count <= MAX_COUNT:
+            raise ValueError(f"COUNT must lie between 1 and {MAX_COUNT} (use UNTIL)")
+        rrulestr("RRULE:" + _join(parts), dtstart=start)
+        parts.update(_defaults(parts, freq, start))
+        _check_reachable(text, parts, freq, start)
+        if count is not None:
+            # COUNT counts from DTSTART: it ends at its last wall time, which UNTIL says too.
+            last = list(rrulestr("RRULE:" + _join(parts), dtstart=start))[-1]
+            del parts["COUNT"]
+            parts["UNTIL"] = last.strftime("%Y%m%dT%H%M%S")
+    except (ValueError, TypeError, OverflowError, KeyError, IndexError) as exc:
+        raise ValidationError("rrule", text, f"rule {value!r}: {exc}") from None
+    return _Rule(tuple(parts.items()), freq, interval, start, until)
+
+
+def _join(parts: dict[str, str]) -> str:
+    return ";".join(f"{k}={v}" for k, v in parts.items())
+
+
+def _defaults(parts: dict[str, str], freq: int, start: datetime) -> dict[str, str]:
+    """The parts dateutil takes from DTSTART when the rule leaves them out, written out: a rule
+    that starts again at a later period keeps the same wall times."""
+    found: dict[str, str] = {}
+    if not any(p in parts for p in _DAY_PARTS):
+        if freq == 0:  # YEARLY
+            found.setdefault("BYMONTH", parts.get("BYMONTH", str(start.month)))
+            found["BYMONTHDAY"] = str(start.day)
+        elif freq == 1:  # MONTHLY
+            found["BYMONTHDAY"] = str(start.day)
+        elif freq == 2:  # WEEKLY
+            found["BYDAY"] = _WEEKDAYS[start.weekday()]
+    for part, below, value in (
+        ("BYHOUR", 4, start.hour),
+        ("BYMINUTE", 5, start.minute),
+        ("BYSECOND", 6, start.second),
+    ):
+        if part not in parts and freq < below:
+            found[part] = str(value)
+    return found
+
+
+def _period_start(start: datetime, freq: int, parts: Any) -> datetime:
+    """The beginning of the period (of the rule's FREQ) that holds ``start``."""
+    midnight = datetime.combine(start.date(), time.min)
+    if freq == 0:
+        return midnight.replace(month=1, day=1)
+    if freq == 1:
+        return midnight.replace(day=1)
+    if freq == 2:
+        week_start = _WEEKDAYS.index(dict(parts).get("WKST", "MO"))
+        return midnight - timedelta(days=(start.weekday() - week_start) % 7)
+    if freq == 3:
+        return midnight
+    if freq == 4:
+        return start.replace(minute=0, second=0, microsecond=0)
+    if freq == 5:
+        return start.replace(second=0, microsecond=0)
+    return start.replace(microsecond=0)
+
+
+_UNIT_SECONDS = {3: 86_400, 4: 3_600, 5: 60, 6: 1}
+
+
+def _periods_between(unit: datetime, before: datetime, freq: int) -> int:
+    """Whole periods from ``unit`` (a period's beginning) to ``before`` (at least 0)."""
+    if before <= unit:
+        return 0
+    if freq == 0:
+        return before.year - unit.year
+    if freq == 1:
+        return (before.year - unit.year) * 12 + before.month - unit.month
+    if freq == 2:
+        return (before - unit).days // 7
+    return int((before - unit).total_seconds()) // _UNIT_SECONDS[freq]
+
+
+def _add_periods(unit: datetime, freq: int, periods: int) -> datetime:
+    if freq == 0:
+        return unit + relativedelta(years=periods)
+    if freq == 1:
+        return unit + relativedelta(months=periods)
+    if freq == 2:
+        return unit + timedelta(weeks=periods)
+    return unit + timedelta(seconds=_UNIT_SECONDS[freq] * periods)
+
+
+def _check_reachable(text: str, parts: dict[str, str], freq: int, start: datetime) -> None:
+    """Refuse a rule with no wall time within :data:`HORIZON_YEARS` of its start. dateutil
+    would search a rule whose days never match up to the year 9999, a day (or a minute) at a
+    time: the days a weekly or finer rule may fire on are looked for first, by a YEARLY rule of
+    its day parts, which expands a year at a time."""
+    horizon = start + relativedelta(years=HORIZON_YEARS)
+    until = min(_until_wall(parts), horizon).strftime("%Y%m%dT%H%M%S")
+    bounded = {k: v for k, v in parts.items() if k != "COUNT"} | {"UNTIL": until}
+    days = {k: v for k, v in parts.items() if k in (*_DAY_PARTS, "BYMONTH", "WKST")}
+    found: datetime | None = start
+    try:
+        if freq >= 2 and set(days) - {"WKST"}:
+            midnight = datetime.combine(start.date(), time.min)
+            probe = rrulestr(f"RRULE:FREQ=YEARLY;{_join(days)};UNTIL={until}", dtstart=midnight)
+            found = probe.after(midnight, inc=True)
+        if found is not None:
+            found = rrulestr("RRULE:" + _join(bounded), dtstart=start).after(start, inc=True)
+    except (ValueError, TypeError) as exc:  # "byxxx generates an empty set", when walked
+        raise ValidationError("rrule", text, f"rule {_join(parts)!r}: {exc}") from None
+    if found is None:
+        problem = f"rule {_join(parts)!r} yields no instant within {HORIZON_YEARS} years of {start}"
+        raise ValidationError("rrule", text, problem)
+
+
+def _until_wall(parts: dict[str, str]) -> datetime:
+    until = parts.get("UNTIL")
+    if until is None:
+        return datetime.max.replace(microsecond=0) - timedelta(days=1)
+    match = _STAMP.match(until)
+    assert match is not None  # read by dateutil already
+    return datetime.strptime(match[1] + (match[2] or "000000"), "%Y%m%d%H%M%S")
+
+
+#: :func:`_parse` of well-typed arguments, remembered (a spec is immutable; errors are not).
+_parsed = functools.lru_cache(maxsize=4096)(_parse)
