@@ -165,8 +165,8 @@ class Settings:
     #: Added to this beat's clock; only for simulating skewed hosts in tests.
     clock_offset: timedelta = timedelta(0)
     #: ``celery dbeat admin``'s login: the user name, and a werkzeug hash of its password (both
-    #: or neither; without them the admin serves only on a loopback address). The environment's
-    #: ``DBEAT_ADMIN_*`` win (:data:`ENVIRONMENT`).
+    #: or neither; without them the admin serves only on a loopback address). For the command,
+    #: the environment's ``DBEAT_ADMIN_*`` win (:func:`with_environment`).
     admin_user: str | None = None
     admin_password_hash: str | None = field(default=None, repr=False)
     #: Signs ``celery dbeat admin``'s session cookie (its forms' CSRF tokens); ``None``: a random

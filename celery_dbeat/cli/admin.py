@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["admin"]
 
+EXTRA = "celery-dbeat[flask]"
 #: Next to Flower's 5555, which the same operators often run.
 DEFAULT_PORT = 5556
 LOOPBACK_NAMES = ("localhost",)
@@ -48,9 +49,10 @@ def _standalone() -> ModuleType:
     try:
         from ..contrib.flask import standalone
     except ImportError as exc:
-        raise CommandError(
-            f'dbeat admin needs Flask and Flask-Admin: pip install "celery-dbeat[flask]" ({exc})'
-        ) from None
+        told = str(exc)  # celery_dbeat.contrib.flask's own names the extra already
+        if EXTRA not in told:
+            told = f'dbeat admin needs Flask and Flask-Admin: pip install "{EXTRA}" ({exc})'
+        raise CommandError(told) from None
     return standalone
 
 
@@ -167,6 +169,8 @@ def _serve(
     click.echo(f"    . login -> {who}")
     click.echo(f"    . database -> {mask_url(settings.database_url)}")
     click.echo("    . server -> Werkzeug's threaded WSGI server; Ctrl-C stops it")
+    for warning in settings.warnings():  # as `dbeat check` and beat's banner (a default file)
+        click.echo(f"warning: {warning}", err=True)
     problem = schema_problem(schedules.store.engine)
     if problem is not None:  # the pages say it too, until it is fixed
         click.echo(f"warning: {problem.title}: {problem.detail}", err=True)

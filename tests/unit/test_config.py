@@ -50,6 +50,11 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.metrics_port is None
     assert settings.metrics_address == "127.0.0.1"  # this host only
     assert settings.redis_options == {}
+    assert (settings.admin_user, settings.admin_password_hash, settings.admin_secret_key) == (
+        None,
+        None,
+        None,
+    )  # no login: `dbeat admin` serves on loopback only
 
 
 @pytest.mark.parametrize(
