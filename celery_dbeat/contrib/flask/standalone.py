@@ -53,8 +53,8 @@ class Login:
     password_hash: str = field(repr=False)
     #: A keyed digest of the credentials once they were found right, so that each request (a
     #: page loads a dozen static files) costs an HMAC, not a scrypt hash (~0.1 s of CPU).
-    _accepted: bytes | None = field(default=None, repr=False)
-    _key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    _accepted: bytes | None = field(default=None, init=False, repr=False)
+    _key: bytes = field(default_factory=lambda: secrets.token_bytes(32), init=False, repr=False)
 
     def accepts(self, user: str, password: str) -> bool:
         """Whether ``user`` and ``password`` are this login's; constant time in both."""
@@ -90,7 +90,8 @@ def create_app(
     default a random one for this process."""
     app = Flask(__name__)
     app.secret_key = secret_key or secrets.token_hex(32)
-    # The cookie carries only the CSRF secret; Lax keeps it off other sites' POSTs as well.
+    # The cookie carries the CSRF secret and flashed messages; Lax keeps it off other sites'
+    # POSTs as well.
     app.config.update(SESSION_COOKIE_SAMESITE="Lax", SESSION_COOKIE_HTTPONLY=True)
 
     @app.before_request
