@@ -17,7 +17,7 @@ import os
 import re
 import socket
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from .core.urls import mask_url
 from .core.validation import MAX_CATCHUP_LIMIT
 
 __all__ = [
+    "ENVIRONMENT",
     "SETTING_KEYS",
     "Settings",
     "SettingsErrors",
@@ -40,6 +41,7 @@ __all__ = [
     "mask_url",
     "misspelt_keys",
     "suggestion",
+    "with_environment",
 ]
 
 
@@ -162,6 +164,14 @@ class Settings:
     instance_name: str = field(default_factory=_default_instance)
     #: Added to this beat's clock; only for simulating skewed hosts in tests.
     clock_offset: timedelta = timedelta(0)
+    #: ``celery dbeat admin``'s login: the user name, and a werkzeug hash of its password (both
+    #: or neither; without them the admin serves only on a loopback address). For the command,
+    #: the environment's ``DBEAT_ADMIN_*`` win (:func:`with_environment`).
+    admin_user: str | None = None
+    admin_password_hash: str | None = field(default=None, repr=False)
+    #: Signs ``celery dbeat admin``'s session cookie (its forms' CSRF tokens); ``None``: a random
+    #: key per process, so a restart asks each open form to be loaded again.
+    admin_secret_key: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_app(cls, app: Any) -> Settings:
@@ -271,6 +281,30 @@ class Settings:
 #: Every key celery-dbeat reads from ``app.conf``.
 SETTING_KEYS = tuple(f"dbeat_{f.name}" for f in fields(Settings))
 
+#: The settings an environment variable may give instead (it wins over ``app.conf``): the
+#: admin's login and secret, which a deployment keeps out of the code.
+ENVIRONMENT = {
+    "admin_user": "DBEAT_ADMIN_USER",
+    "admin_password_hash": "DBEAT_ADMIN_PASSWORD_HASH",
+    "admin_secret_key": "DBEAT_ADMIN_SECRET_KEY",
+}
+
+
+def with_environment(settings: Settings, environ: Mapping[str, str]) -> Settings:
+    """``settings`` with the values ``environ`` gives for the variables of :data:`ENVIRONMENT`
+    (an empty one counts as unset), validated as the settings are; an error names the variable.
+    Only ``celery dbeat admin`` reads them, so a beat never fails over an admin's variable."""
+    found, clean = [], {}
+    for name, variable in ENVIRONMENT.items():
+        value = environ.get(variable)
+        if value:
+            try:
+                clean[name] = _validate(name, value)
+            except ConfigurationError as exc:
+                found.append(ConfigurationError(variable, None, exc.problem, hidden=True))
+    _raise_all(found)
+    return replace(settings, **clean)
+
 
 def misspelt_keys(keys: Iterable[object], namespace: str | None = None) -> list[ConfigurationError]:
     """An error for each of ``keys`` that looks like a celery-dbeat setting (``dbeat_*``, or
@@ -301,6 +335,30 @@ def _sqlite_file(url: str) -> str | None:
     return "" if in_memory else database
 
 
+#: A werkzeug password hash: ``scrypt:32768:8:1$<salt>$<hex>`` or ``pbkdf2:sha256:...$...$...``.
+_PASSWORD_HASH = re.compile(r"(scrypt|pbkdf2)(:[a-z0-9:]+)?\$[^$]+\$[0-9a-f]+")
+
+
+def _admin_value(key: str, value: Any) -> str | None:
+    secret = key != "dbeat_admin_user"  # never in a message
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(key, value, "must be a non-empty string", hidden=secret)
+    if not secret and (":" in value or not value.isprintable()):
+        # HTTP basic auth sends "user:password": a user name cannot hold the colon.
+        raise ConfigurationError(key, value, "must not hold ':' or control characters")
+    if key == "dbeat_admin_password_hash" and not _PASSWORD_HASH.fullmatch(value):
+        raise ConfigurationError(
+            key,
+            value,
+            "is not a werkzeug password hash (scrypt:...$salt$hash, never the password itself); "
+            "make one with `celery -A proj dbeat admin --hash-password`",
+            hidden=True,
+        )
+    return value
+
+
 def _duration(key: str, value: object, *, allow_zero: bool = False) -> timedelta:
     try:
         delta = parse_duration(value)
@@ -321,6 +379,8 @@ def _validate(name: str, value: Any) -> Any:
         if not isinstance(value, str) or not value:
             raise ConfigurationError(key, value, "must be a non-empty string")
         return value
+    if name in ("admin_user", "admin_password_hash", "admin_secret_key"):
+        return _admin_value(key, value)
     if name == "redis_url":
         if value is not None and (not isinstance(value, str) or "://" not in value):
             raise ConfigurationError(key, value, "must be a URL such as redis://localhost:6379/0")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import click
 
-from . import backfill, calendars, database, log, reads, schedules, transfer
+from . import admin, backfill, calendars, database, log, reads, schedules, transfer
 from ._common import DBeatGroup
 
 __all__ = ["dbeat"]
@@ -34,6 +34,6 @@ def dbeat() -> None:
 
 
 # Each command module's __all__ is its commands.
-for module in (backfill, calendars, database, log, reads, schedules, transfer):
+for module in (backfill, calendars, database, log, reads, schedules, transfer, admin):
     for name in module.__all__:
         dbeat.add_command(getattr(module, name))

@@ -78,4 +78,20 @@ MEANINGS = {
     ),
     "dbeat_instance_name": "this beat's name in the fire history and logs",
     "dbeat_clock_offset": "added to this beat's clock; only for simulating skewed hosts in tests",
+    "dbeat_admin_user": (
+        "the user who may sign in to `celery dbeat admin` (HTTP basic auth); with "
+        "`dbeat_admin_password_hash`, or the environment's `DBEAT_ADMIN_USER`, which wins. Without "
+        "a login the admin serves on a loopback address only (see "
+        "[The admin without a web app](../how-to/standalone-admin.md))"
+    ),
+    "dbeat_admin_password_hash": (
+        "a werkzeug hash of that user's password (`celery -A proj dbeat admin --hash-password` "
+        "makes one), or the environment's `DBEAT_ADMIN_PASSWORD_HASH`, which wins; never the "
+        "password itself"
+    ),
+    "dbeat_admin_secret_key": (
+        "signs `celery dbeat admin`'s session cookie and so its forms' CSRF tokens (or "
+        "`DBEAT_ADMIN_SECRET_KEY`); `None`: a random key per process, so a restart asks open "
+        "forms to be loaded again"
+    ),
 }

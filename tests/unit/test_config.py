@@ -9,7 +9,13 @@ from typing import Any
 import celery
 import pytest
 
-from celery_dbeat.config import Settings, SettingsErrors, default_database_url, mask_url
+from celery_dbeat.config import (
+    Settings,
+    SettingsErrors,
+    default_database_url,
+    mask_url,
+    with_environment,
+)
 from celery_dbeat.core.errors import ConfigurationError
 from celery_dbeat.core.misfire import MisfirePolicy, MisfireRules
 
@@ -44,6 +50,11 @@ def test_settings_have_the_documented_defaults() -> None:
     assert settings.metrics_port is None
     assert settings.metrics_address == "127.0.0.1"  # this host only
     assert settings.redis_options == {}
+    assert (settings.admin_user, settings.admin_password_hash, settings.admin_secret_key) == (
+        None,
+        None,
+        None,
+    )  # no login: `dbeat admin` serves on loopback only
 
 
 @pytest.mark.parametrize(
@@ -507,3 +518,73 @@ def test_without_a_home_directory_the_missing_database_url_is_named(
         "dbeat_database_url=None: is not set, and this user has no home directory for the "
         "default SQLite file; set dbeat_database_url (or HOME, or XDG_DATA_HOME)"
     )
+
+
+# celery dbeat admin's login and secret -------------------------------------------------------
+
+SCRYPT = "scrypt:32768:8:1$OAbUxoPZ$" + "0a" * 64
+PBKDF2 = "pbkdf2:sha256:1000000$S4gL1zMR$" + "1f" * 32
+
+
+@pytest.mark.parametrize("password_hash", [SCRYPT, PBKDF2])
+def test_the_admins_login_takes_a_werkzeug_hash(password_hash: str) -> None:
+    settings = Settings.from_mapping({"admin_user": "ops", "admin_password_hash": password_hash})
+    assert (settings.admin_user, settings.admin_password_hash) == ("ops", password_hash)
+    assert password_hash not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "told"),
+    [
+        pytest.param(
+            "admin_password_hash",
+            "hunter2",
+            "dbeat_admin_password_hash: is not a werkzeug password hash",
+            id="a-password-for-a-hash",
+        ),
+        pytest.param(
+            "admin_password_hash",
+            "md5$salt$abc",
+            "dbeat_admin_password_hash: is not a werkzeug password hash",
+            id="another-method",
+        ),
+        pytest.param(
+            "admin_secret_key", "", "dbeat_admin_secret_key: must be a non-empty string", id="key"
+        ),
+        pytest.param(
+            "admin_user", "a:b", "dbeat_admin_user='a:b': must not hold ':'", id="user-colon"
+        ),
+        pytest.param("admin_user", 7, "dbeat_admin_user=7: must be a non-empty string", id="int"),
+    ],
+)
+def test_a_bad_admin_setting_is_named_and_a_secret_never_shown(
+    name: str, value: object, told: str
+) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_mapping({name: value})
+    assert str(caught.value).startswith(told)
+    if name != "admin_user" and value:
+        assert str(value) not in str(caught.value)
+
+
+def test_the_environment_gives_the_admins_login_and_wins() -> None:
+    settings = Settings.from_mapping({"admin_user": "conf-ops"})
+    environ = {
+        "DBEAT_ADMIN_USER": "env-ops",
+        "DBEAT_ADMIN_PASSWORD_HASH": SCRYPT,
+        "DBEAT_ADMIN_SECRET_KEY": "",  # empty: unset
+    }
+    read = with_environment(settings, environ)
+    assert (read.admin_user, read.admin_password_hash, read.admin_secret_key) == (
+        "env-ops",
+        SCRYPT,
+        None,
+    )
+    assert with_environment(settings, {}) == settings
+
+
+def test_a_bad_environment_value_names_the_variable_not_the_value() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        with_environment(Settings.from_mapping({}), {"DBEAT_ADMIN_PASSWORD_HASH": "hunter2"})
+    assert str(caught.value).startswith("DBEAT_ADMIN_PASSWORD_HASH: is not a werkzeug")
+    assert "hunter2" not in str(caught.value)
