@@ -312,7 +312,7 @@ def test_0013_counts_each_schedules_failures_from_its_history_and_steps_down_kee
         with engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM dbeat_schedules")).scalar() == 2
             assert conn.execute(sa.text("SELECT count(*) FROM dbeat_fires")).scalar() == 4
-        assert migrate(engine) == "0014"
+        assert migrate(engine) == "0015"
         assert _differences(engine) == []
     finally:
         engine.dispose()
@@ -343,7 +343,7 @@ def test_0014_gives_every_calendar_its_own_identity_and_steps_down_keeping_calen
                     {"name": name},
                 )
         before = calendars()
-        assert migrate(engine) == "0014"
+        assert migrate(engine) == "0015"
         with engine.connect() as conn:
             uids = [u for (u,) in conn.execute(sa.text("SELECT uid FROM dbeat_calendars"))]
         # Each its own: 32 hex digits, none shared (the index is unique too).
@@ -355,6 +355,35 @@ def test_0014_gives_every_calendar_its_own_identity_and_steps_down_keeping_calen
             command.downgrade(_config(conn), "0013")
         assert "uid" not in {c["name"] for c in sa.inspect(engine).get_columns("dbeat_calendars")}
         assert calendars() == before
-        assert migrate(engine) == "0014"
+        assert migrate(engine) == "0015"
+    finally:
+        engine.dispose()
+
+
+def test_0015_adds_the_slot_keywords_unset_and_steps_down_keeping_schedules(
+    database_url: str,
+) -> None:
+    engine = create_engine(database_url)
+
+    def columns() -> set[str]:
+        return {c["name"] for c in sa.inspect(engine).get_columns("dbeat_schedules")}
+
+    try:
+        assert migrate(engine, "0014") == "0014"
+        with engine.begin() as conn:
+            _add_hourly(conn, "r")
+        assert migrate(engine) == "0015"
+        with engine.connect() as conn:
+            row = conn.execute(
+                sa.text("SELECT name, slot_kwarg, previous_slot_kwarg FROM dbeat_schedules")
+            ).one()
+        assert tuple(row) == ("r", None, None)
+        assert _differences(engine) == []
+        with engine.begin() as conn:
+            command.downgrade(_config(conn), "0014")
+        assert not {"slot_kwarg", "previous_slot_kwarg"} & columns()
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM dbeat_schedules")).scalar() == 1
+        assert migrate(engine) == "0015"
     finally:
         engine.dispose()
