@@ -42,9 +42,6 @@ MAX_KWARG = 100
 #: How far back :func:`previous_slot` looks: no instant celery-dbeat stores is earlier.
 _FLOOR = datetime(EARLIEST_YEAR, 1, 1, tzinfo=timezone.utc)
 _ONE_MICROSECOND = timedelta(microseconds=1)
-#: Most slots one search steps back over because the calendar removes them (an every-minute
-#: schedule over a fortnight's holiday is 20,160): past it, the previous slot is ``None``.
-_MOST_EXCLUDED = 100_000
 
 
 def _name(field: str, value: Any) -> str | None:
@@ -87,12 +84,14 @@ def previous_slot(
     ``slot`` is the instant a run now was asked for, and the answer is the last slot at or
     before it."""
     before = slot + _ONE_MICROSECOND if manual else slot
-    for _ in range(_MOST_EXCLUDED):
+    while True:
         found = timing.last_before(before, _FLOOR)
-        if found is None or calendar is None or not calendar.excludes(found):
+        since = None if found is None or calendar is None else calendar.excluded_since(found)
+        if found is None or since is None:
             return found
-        before = found
-    return None
+        # Over the whole run of excluded dates at once (at least past ``found``): as many steps
+        # as the calendar has ranges, however many slots they hold.
+        before = min(since, found)
 
 
 def slot_kwargs(request: PublishRequest) -> dict[str, str | None]:

@@ -225,3 +225,17 @@ def test_a_beat_schedule_entry_whose_task_cannot_take_the_keyword_is_refused(
     }
     (definition,) = definitions_from_app(app)
     assert (definition.slot_kwarg, definition.previous_slot_kwarg) == ("slot", "previous")
+
+
+def test_the_previous_slot_steps_over_a_long_run_of_excluded_dates_at_once() -> None:
+    every_second = build_timing(
+        kind="interval", every=1, anchor_at=datetime(2024, 3, 1, tzinfo=UTC)
+    )
+    closed = Calendar.create("closed", timezone="Europe/Paris", dates=["2024-04-01..2024-05-05"])
+    # May 6th, midnight in Paris. Five weeks of seconds are excluded before it: the slot before
+    # is the last second of March 31st in Paris, found without walking three million slots.
+    reopening = datetime(2024, 5, 5, 22, 0, tzinfo=UTC)
+    assert previous_slot(every_second, reopening, closed) == datetime(
+        2024, 3, 31, 21, 59, 59, tzinfo=UTC
+    )
+    assert previous_slot(every_second, reopening) == reopening - timedelta(seconds=1)
