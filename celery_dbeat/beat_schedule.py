@@ -28,7 +28,7 @@ from .core.errors import ConfigurationError, ValidationError
 from .core.formats import iso
 from .core.specs import SPEC_CLASSES, Cron, Every, Solar, Spec
 from .core.validation import check_accepted
-from .task_names import registered_tasks, unknown_task_warning
+from .task_names import check_slot_parameters, registered_tasks, unknown_task_warning
 
 __all__ = [
     "CLEANUP_CRONTAB",
@@ -133,6 +133,7 @@ def _definition(name: str, entry: Mapping[str, Any], app: Celery) -> Definition:
     definition = Definition.create(name=name, **fields)
     # The app is known here: its workers' accept_content decides, as in Schedules.from_app.
     check_accepted(definition.options, app.conf.accept_content)
+    check_slot_parameters(app, definition)
     return definition
 
 

@@ -59,6 +59,9 @@ class ScheduleInfo:
     max_run_time: float | None
     pause_after_failures: int | None
     history_limit: int | None
+    #: The keywords its fires pass their slot and the previous slot under (``None``: not passed).
+    slot_kwarg: str | None
+    previous_slot_kwarg: str | None
     #: The exclusion calendar's name (``Schedules.calendars``), or ``None``.
     calendar: str | None
     next_run_at: datetime | None

@@ -9,6 +9,7 @@ or ``--from``), ``dbeat sync``, beat's own sync of ``beat_schedule`` (a log line
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import weakref
@@ -18,10 +19,12 @@ from typing import Any
 from celery.utils.log import get_logger
 
 from .core.definitions import Definition
+from .core.errors import ValidationError
 from .core.suggestions import did_you_mean
 
 __all__ = [
     "app_task_warning",
+    "check_slot_parameters",
     "registered_tasks",
     "unknown_task_warning",
     "unknown_tasks",
@@ -124,3 +127,40 @@ def app_task_warning(app: Any, tasks: Collection[str]) -> str:
     """:func:`unknown_task_warning` for ``tasks`` (from :func:`unknown_tasks`) of ``app``, with
     the names it registers for the "did you mean"."""
     return unknown_task_warning(tasks, app.main, registered_tasks(app))
+
+
+def check_slot_parameters(app: Any, definition: Definition) -> None:
+    """Refuse (:class:`ValidationError` naming the field) slot arguments the task of
+    ``definition`` cannot take: ``app`` registers it, and its ``run`` has no parameter of that
+    name and no ``**kwargs`` (or the name is one its ``args`` fill already). A task the app does
+    not register, or whose signature cannot be read, is not checked: only its workers can say."""
+    asked = [
+        (field, name)
+        for field, name in (
+            ("slot_kwarg", definition.slot_kwarg),
+            ("previous_slot_kwarg", definition.previous_slot_kwarg),
+        )
+        if name is not None
+    ]
+    if not asked or registered_tasks(app) is None:
+        return
+    task = app.tasks.get(definition.task)
+    if task is None:
+        return
+    try:
+        signature = inspect.signature(task.run)
+        signature.bind(*definition.args, **definition.kwargs)
+    except (TypeError, ValueError):
+        return  # its args or kwargs do not fit either: not the slot's business
+    added: dict[str, str] = {}
+    for field, name in asked:
+        added[name] = "2000-01-01T00:00:00Z"
+        try:
+            signature.bind(*definition.args, **definition.kwargs, **added)
+        except TypeError:
+            raise ValidationError(
+                field,
+                name,
+                f"task {definition.task!r} takes no keyword argument {name!r} (its signature "
+                f"is {signature}): add the parameter, or **kwargs, to the task",
+            ) from None

@@ -201,6 +201,20 @@ BAD_INPUTS = [
     BadInput(
         "max-run-time-not-a-duration", {"max_run_time": "soon"}, "max_run_time", "expected seconds"
     ),
+    # Slot arguments (issue 29)
+    BadInput("slot-kwarg-not-a-name", {"slot_kwarg": "the slot"}, "slot_kwarg", "identifier"),
+    BadInput(
+        "slot-kwargs-the-same",
+        {"slot_kwarg": "slot", "previous_slot_kwarg": "slot"},
+        "previous_slot_kwarg",
+        "same keyword as slot_kwarg",
+    ),
+    BadInput(
+        "slot-kwarg-in-kwargs",
+        {"kwargs": '{"when": 1}', "slot_kwarg": "when"},
+        "slot_kwarg",
+        "key of kwargs",
+    ),
 ]
 
 

@@ -24,7 +24,7 @@ from ..core.definitions import Definition
 from ..core.validation import check_accepted
 from ..notify import ChangeNotifier, DatabaseNotifier, notifies_through_database
 from ..store import Store, audit
-from ..task_names import warn_unknown_tasks
+from ..task_names import check_slot_parameters, warn_unknown_tasks
 
 __all__ = ["LIVE_WITHIN", "Session", "Write"]
 
@@ -144,9 +144,13 @@ class Session:
 
     def check(self, definition: Definition) -> Definition:
         """Refuse (:class:`ValidationError`) what this API does not store although it is valid
-        on its own: a ``serializer`` the workers' ``accept_content`` would refuse. Every write
+        on its own: a ``serializer`` the workers' ``accept_content`` would refuse; with an
+        :attr:`app`, slot arguments its registered task cannot take
+        (:func:`~celery_dbeat.task_names.check_slot_parameters`). Every write
         calls it; call it to check a batch before writing any of it. Returns ``definition``."""
         check_accepted(definition.options, self.accept_content)
+        if self.app is not None:
+            check_slot_parameters(self.app, definition)
         return definition
 
     @contextmanager

@@ -33,6 +33,7 @@ from celery.utils.log import get_logger
 from ..clock import SharedClock
 from ..config import Settings
 from ..core.fires import PublishRequest
+from ..core.slot_arguments import slot_kwargs
 from ..core.validation import parse_args, parse_kwargs, parse_options
 from ..store import Store
 from ..store.failures import DRIVER_ERRORS
@@ -137,6 +138,8 @@ class Publishing:
         except ValueError as exc:
             self._failed(request, exc, give_up=True)
             return False
+        if request.slot_kwarg is not None or request.previous_slot_kwarg is not None:
+            kwargs.update(slot_kwargs(request))
         try:
             self.publish(request, args, kwargs, options)
         except Exception as exc:

@@ -350,6 +350,8 @@ class Scheduler(celery_beat.Scheduler):
             dbeat_schedule=request.schedule_name,
             dbeat_slot=request.slot.isoformat(),
         )
+        if request.manual:  # a run now: its slot is the instant it was asked for
+            headers["dbeat_manual"] = True
         sending = dict(options, task_id=request.task_id, producer=self.producer, headers=headers)
         try:
             task = self.app.tasks.get(request.task)

@@ -107,6 +107,18 @@ _FIELD_OPTIONS = [
         "NAME",
         "Skip the dates of this exclusion calendar (dbeat calendar list); '' for none.",
     ),
+    # Slot arguments (issue 29)
+    (
+        "--slot-kwarg",
+        "NAME",
+        "Pass each fire's slot (ISO 8601 UTC) as this keyword argument; '' for none.",
+    ),
+    (
+        "--previous-slot-kwarg",
+        "NAME",
+        "Pass the schedule's slot before it as this keyword argument (null for the first); "
+        "'' for none.",
+    ),
 ]
 #: Python names of options whose flag would shadow a builtin or clash.
 _PARAM_NAME = {"--args": "args_json"}

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from itertools import islice
 from zoneinfo import ZoneInfo
 
@@ -196,6 +196,16 @@ class Calendar:
         day = slot.astimezone(self._zone).date()
         i = bisect.bisect_right(self._firsts, day) - 1
         return i >= 0 and self.ranges[i].last >= day
+
+    def excluded_since(self, slot: datetime) -> datetime | None:
+        """When the run of excluded dates ``slot`` falls on begins (midnight of its first date in
+        the calendar's zone, aware), or ``None`` if ``slot`` is not excluded: a walk back over
+        F(S) steps over a whole range at once, not one slot at a time."""
+        day = slot.astimezone(self._zone).date()
+        i = bisect.bisect_right(self._firsts, day) - 1
+        if i < 0 or self.ranges[i].last < day:
+            return None
+        return datetime.combine(self.ranges[i].first, time(0), tzinfo=self._zone)
 
     @property
     def dates(self) -> list[str]:

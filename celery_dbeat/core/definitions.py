@@ -19,6 +19,7 @@ from .errors import ValidationError, one_of
 from .fields import BY_NAME, FIELDS, KIND_FIELDS, ZONED, Field, Form, Role, ScheduleFields, names
 from .misfire import MisfirePolicy
 from .overlap import OverlapPolicy
+from .slot_arguments import check_slot_kwargs
 from .specs import SPEC_CLASSES, Spec, SpecFields
 from .text import refuse_control_characters, unprintable
 from .timing import Timing, build_timing
@@ -182,6 +183,10 @@ class Definition:
     pause_after_failures: int | None = None
     #: Most fires kept in the history, besides ``dbeat_history_retention`` (``None``: no limit).
     history_limit: int | None = None
+    #: The keywords each fire passes its slot and the previous slot under (``None``: not
+    #: passed; :mod:`celery_dbeat.core.slot_arguments`).
+    slot_kwarg: str | None = None
+    previous_slot_kwarg: str | None = None
 
     @classmethod
     def create(
@@ -204,6 +209,10 @@ class Definition:
         _bounded_whole(fields, "history_limit", 1, MAX_HISTORY_LIMIT)
         calendar = fields.get("calendar")
         kwargs, options = fields.get("kwargs"), fields.get("options")
+        parsed_kwargs = parse_kwargs({} if kwargs is None else kwargs)
+        slot_kwarg, previous_slot_kwarg = check_slot_kwargs(
+            fields.get("slot_kwarg"), fields.get("previous_slot_kwarg"), parsed_kwargs
+        )
         checked: dict[str, Any] = {
             **fields,
             "misfire_policy": _choice(fields, "misfire_policy", MisfirePolicy),
@@ -217,8 +226,10 @@ class Definition:
             else check_calendar_name(calendar, "calendar"),
             "spec": _spec_fields(schedule),
             "args": parse_args(fields.get("args", [])),
-            "kwargs": parse_kwargs({} if kwargs is None else kwargs),
+            "kwargs": parsed_kwargs,
             "options": parse_options({} if options is None else options),
+            "slot_kwarg": slot_kwarg,
+            "previous_slot_kwarg": previous_slot_kwarg,
         }
         definition = cls(name=name, task=task, **checked)
         definition.timing(anchor_at=definition.start_at or _SOME_ANCHOR)

@@ -372,6 +372,27 @@ class ScheduleFields(TypedDict, total=False):
             "dbeat_history_retention.",
         ),
     ]
+    # Slot arguments (issue 29) -------------------------------------------------------------
+    slot_kwarg: Annotated[
+        str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.TEXT,
+            "Optional: the keyword argument each fire passes its slot under (ISO 8601 UTC, e.g. "
+            "2027-01-31T09:00:00Z); blank: not passed.",
+            label="Slot keyword",
+        ),
+    ]
+    previous_slot_kwarg: Annotated[
+        str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.TEXT,
+            "Optional: the keyword argument each fire passes the schedule's slot before its own "
+            "under (null for the first); blank: not passed.",
+            label="Previous slot keyword",
+        ),
+    ]
 
 
 #: Every field, in the order every form shows them.

@@ -153,6 +153,9 @@ class ScheduleRow:
     #: Read by the worker hook and the prune, not by planning; here as every field is.
     pause_after_failures: int | None = None
     history_limit: int | None = None
+    #: Slot arguments (:mod:`.slot_arguments`): read when its fires are published.
+    slot_kwarg: str | None = None
+    previous_slot_kwarg: str | None = None
     #: The last edit, pause or resume: slots due before it were not due as the row is now.
     updated_at: datetime | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps
@@ -262,6 +265,12 @@ class PublishRequest:
     #: The lease this beat holds on the fire, as recorded (on the database's clock): the
     #: publisher extends it while it publishes, and only as long as it still holds that value.
     lease_until: datetime | None = None
+    #: The keywords its schedule passes the slot and the previous slot under
+    #: (:mod:`.slot_arguments`), and that previous slot, found as the fire is leased to be
+    #: published (only when ``previous_slot_kwarg`` asks for it).
+    slot_kwarg: str | None = None
+    previous_slot_kwarg: str | None = None
+    previous_slot: datetime | None = None
 
     @classmethod
     def from_row(cls, r: Any, lease_until: datetime | None = None) -> PublishRequest:
@@ -279,4 +288,6 @@ class PublishRequest:
             r.attempts,
             bool(r.manual),
             lease_until,
+            r.slot_kwarg,
+            r.previous_slot_kwarg,
         )

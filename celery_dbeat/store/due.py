@@ -36,6 +36,7 @@ from .models import F, S
 from .reading import UNREADABLE, read_rows
 from .runs import run_states
 from .schedules import ensure_uid, paused_expression
+from .slot_arguments import with_previous_slots
 
 __all__ = ["DueBatch", "Peek", "claim_due", "peek"]
 
@@ -254,11 +255,14 @@ class DueBatch:
                             row.kwargs,
                             row.options,
                             lease_until=lease_until,
+                            slot_kwarg=row.slot_kwarg,
+                            previous_slot_kwarg=row.previous_slot_kwarg,
                         )
                     )
         if inserts:
             conn.execute(sa.insert(F), inserts)
-        return applied, published
+        rows = {t.schedule.id: t.schedule for t in applied}
+        return applied, with_previous_slots(conn, published, rows)
 
     def _compare_and_set(self, t: Transition) -> bool:
         """Apply one transition if its row still holds the ``next_run_at`` and ``version`` read."""

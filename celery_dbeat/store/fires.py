@@ -20,6 +20,7 @@ from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
 from .reading import IN_CHUNK, chunked, read_rows
 from .schedules import ensure_uid, load_schedule
+from .slot_arguments import with_previous_slots
 
 __all__ = [
     "PUBLISH_COLUMNS",
@@ -54,6 +55,8 @@ PUBLISH_COLUMNS = [
     S.c.args,
     S.c.kwargs,
     S.c.options,
+    S.c.slot_kwarg,
+    S.c.previous_slot_kwarg,
 ]
 
 
@@ -180,11 +183,12 @@ def lease_each(
     """``lease`` (which leases some of ``items``, recorded fires, to this beat and returns the
     fires to publish) over ``items``, :func:`.isolation.isolated`: an item whose write the
     database refuses is set aside (:func:`set_refused_fire_aside`, ``what`` saying which write;
-    ``fire_id`` giving the item's fire row) and the others are leased."""
+    ``fire_id`` giving the item's fire row) and the others are leased, each with its previous
+    slot if its schedule asks for it (:func:`.slot_arguments.with_previous_slots`)."""
     leased, refused = isolated(conn, items, lease)
     for item, exc in refused:
         set_refused_fire_aside(conn, fire_id(item), what, exc)
-    return [request for part in leased for request in part]
+    return with_previous_slots(conn, [request for part in leased for request in part])
 
 
 def set_unreadable_fire_aside(conn: Connection, fire_id: int, problem: str) -> None:

@@ -99,6 +99,10 @@ class Schedule(Base):
     pause_after_failures: Mapped[int | None] = mapped_column(Integer)
     #: Most fires beat's prune keeps in the history, besides ``dbeat_history_retention``.
     history_limit: Mapped[int | None] = mapped_column(Integer)
+    #: Slot arguments: the keyword names each fire passes its slot and the schedule's previous
+    #: slot under (NULL: not passed); see ``core/slots.py``.
+    slot_kwarg: Mapped[str | None] = mapped_column(String(100))
+    previous_slot_kwarg: Mapped[str | None] = mapped_column(String(100))
     #: The slot up to which the prunes deleted the schedule's fire records (NULL: none yet; see
     #: ``store/pruning.py``): a backfill does not send again the slots at or before it that have
     #: no record, which may have been sent.

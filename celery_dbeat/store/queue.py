@@ -153,6 +153,8 @@ def _lease(
             r.kwargs,
             r.options,
             lease_until=lease_until,
+            slot_kwarg=r.slot_kwarg,
+            previous_slot_kwarg=r.previous_slot_kwarg,
         )
         for r, chosen, _ in taken
         for slot in chosen

@@ -179,13 +179,15 @@ def _beat_ready(**_: Any) -> None:
     _announce("beat")
 
 
-@app.task(bind=True, name=TASK_NAME)
-def record(self: Any, schedule_name: str) -> None:
-    """Append what this worker received, so the test can count every consumed message."""
-    _record(self.request, schedule_name)
+# celery-types reads a bound task with **kwargs as taking ``self`` by name too.
+@app.task(bind=True, name=TASK_NAME)  # type: ignore[arg-type]
+def record(self: Any, schedule_name: str, **kwargs: Any) -> None:
+    """Append what this worker received, so the test can count every consumed message (and
+    read the keyword arguments it came with: a schedule's slot arguments)."""
+    _record(self.request, schedule_name, kwargs)
 
 
-def _record(request: Any, schedule_name: str) -> None:
+def _record(request: Any, schedule_name: str, kwargs: dict[str, Any] | None = None) -> None:
     received_at = time.time()
     extra = {
         key: value
@@ -198,6 +200,7 @@ def _record(request: Any, schedule_name: str) -> None:
         "received_at": received_at,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
         "extra": extra,
+        "kwargs": kwargs or {},
     }
     _redis().rpush(received_key(PREFIX), json.dumps(entry, default=str))
 

@@ -34,6 +34,8 @@ def _add_typed(api: Schedules, fields: dict[str, Any]) -> None:
         max_run_time=fields.get("max_run_time"),
         pause_after_failures=_whole(fields.get("pause_after_failures")),
         history_limit=_whole(fields.get("history_limit")),
+        slot_kwarg=fields.get("slot_kwarg"),
+        previous_slot_kwarg=fields.get("previous_slot_kwarg"),
     )
 
 

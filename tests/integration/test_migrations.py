@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -16,7 +17,7 @@ from celery_dbeat.store import Base, create_engine, migrate
 from celery_dbeat.store.database import VERSION_TABLE, _config
 
 #: The newest revision (each test of one steps down from it and back).
-HEAD = "0015"
+HEAD = "0016"
 
 
 def _differences(engine: sa.Engine) -> list[object]:
@@ -359,5 +360,40 @@ def test_0014_gives_every_calendar_its_own_identity_and_steps_down_keeping_calen
         assert "uid" not in {c["name"] for c in sa.inspect(engine).get_columns("dbeat_calendars")}
         assert calendars() == before
         assert migrate(engine) == HEAD
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("revision", "added"),
+    [("0015", {"rrule"}), ("0016", {"slot_kwarg", "previous_slot_kwarg"})],
+    ids=["0015-rrule", "0016-slot-keywords"],
+)
+def test_a_revision_adds_its_columns_unset_and_steps_down_keeping_schedules(
+    database_url: str, revision: str, added: set[str]
+) -> None:
+    engine = create_engine(database_url)
+    before = f"{int(revision) - 1:04d}"
+
+    def columns() -> set[str]:
+        return {c["name"] for c in sa.inspect(engine).get_columns("dbeat_schedules")}
+
+    try:
+        assert migrate(engine, before) == before
+        with engine.begin() as conn:
+            _add_hourly(conn, "r")
+        assert migrate(engine, revision) == revision
+        with engine.connect() as conn:
+            row = conn.execute(
+                sa.text(f"SELECT name, {', '.join(sorted(added))} FROM dbeat_schedules")
+            ).one()
+        assert tuple(row) == ("r", *(None for _ in added))
+        with engine.begin() as conn:
+            command.downgrade(_config(conn), before)
+        assert not added & columns()
+        with engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM dbeat_schedules")).scalar() == 1
+        assert migrate(engine) == HEAD
+        assert _differences(engine) == []
     finally:
         engine.dispose()

@@ -152,6 +152,22 @@ def test_buffer_one_starts_11_when_10_finishes_with_its_own_slot_and_task_id(
     assert max(len(worker.running_at(at("10:00") + timedelta(minutes=m))) for m in range(190)) == 1
 
 
+def test_a_buffered_fire_passes_its_own_slot_arguments_when_it_goes_out_later(
+    run_hourly: Callable[..., Worker], publisher: RecordingPublisher
+) -> None:
+    run_hourly(
+        overlap_policy="buffer_one",
+        until="13:10",
+        slot_kwarg="slot",
+        previous_slot_kwarg="previous",
+    )
+
+    sent = {request.slot: kwargs for request, _, kwargs, _ in publisher}
+    # 11:00 went out at 11:30 (buffered), 12:00 at 13:00: each with its own slot.
+    assert sent[at("11:00")] == {"slot": "2024-05-06T11:00:00Z", "previous": "2024-05-06T10:00:00Z"}
+    assert sent[at("12:00")] == {"slot": "2024-05-06T12:00:00Z", "previous": "2024-05-06T11:00:00Z"}
+
+
 def test_buffer_one_keeps_one_buffered_fire_and_skips_the_slots_behind_it(
     run_hourly: Callable[..., Worker], tables: Tables
 ) -> None:

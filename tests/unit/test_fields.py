@@ -121,6 +121,8 @@ EVERY_FIELD: ScheduleFields = {
     "calendar": "uk-holidays",
     "pause_after_failures": 3,
     "history_limit": 20,
+    "slot_kwarg": "slot",
+    "previous_slot_kwarg": "previous_slot",
 }
 
 

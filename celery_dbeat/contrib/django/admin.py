@@ -128,6 +128,7 @@ class ScheduleAdmin(ScheduleWrites):
             ("Bounds and jitter", {"fields": ("start_at", "end_at", "max_runs", "jitter")}),
             ("Exclusion calendar", {"fields": ("calendar",)}),
             ("Payload", {"fields": ("args", "kwargs", "options")}),
+            ("Slot arguments", {"fields": ("slot_kwarg", "previous_slot_kwarg")}),
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
             ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
             ("Failures and history", {"fields": ("pause_after_failures", "history_limit")}),

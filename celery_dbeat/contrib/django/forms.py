@@ -39,7 +39,7 @@ from celery_dbeat.core.formats import parse_instant
 
 from .conf import database_alias, schedules
 from .models import Calendar, Schedule
-from .tasks import suggested_task_names
+from .tasks import check_slot_parameters, suggested_task_names
 
 __all__ = ["BackfillForm", "ScheduleForm", "ScheduleFormBase", "form_errors"]
 
@@ -194,6 +194,8 @@ class ScheduleFormBase(forms.ModelForm):
             return data
         try:  # what the API refuses on writing: a serializer the workers would not take
             schedules().check(definition)
+            # ... and, the project's app known, slot arguments its task cannot take
+            check_slot_parameters(definition)
         except ValidationError as exc:
             self.add_error(form_field_of(exc), str(exc))
             return data

@@ -5,10 +5,16 @@ registered only in the workers; :mod:`celery_dbeat.task_names` has the rule and 
 from __future__ import annotations
 
 from celery_dbeat import task_names
+from celery_dbeat.core.definitions import Definition
 
 from .conf import project_celery_app
 
-__all__ = ["registered_tasks", "suggested_task_names", "unknown_task_warning"]
+__all__ = [
+    "check_slot_parameters",
+    "registered_tasks",
+    "suggested_task_names",
+    "unknown_task_warning",
+]
 
 
 def registered_tasks() -> frozenset[str] | None:
@@ -31,3 +37,11 @@ def unknown_task_warning(task: str) -> str | None:
         return None
     warning = task_names.unknown_task_warning([task], project_celery_app().main, names)
     return warning[0].upper() + warning[1:] + "."
+
+
+def check_slot_parameters(definition: Definition) -> None:
+    """Refuse slot arguments the project's Celery app's task cannot take
+    (:func:`celery_dbeat.task_names.check_slot_parameters`; nothing without a project app)."""
+    app = project_celery_app()
+    if app is not None:
+        task_names.check_slot_parameters(app, definition)

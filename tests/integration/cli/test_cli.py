@@ -145,6 +145,8 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
         "calendar": None,
         "pause_after_failures": None,
         "history_limit": None,
+        "slot_kwarg": None,
+        "previous_slot_kwarg": None,
         "state": "active",
         "origin": "api",
         "last_slot": None,

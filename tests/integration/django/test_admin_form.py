@@ -241,3 +241,30 @@ def test_a_paused_schedule_shows_no_next_run_on_the_list_and_change_pages(
     assert "none while paused; resumed now (without catch-up), it would fire at:" in page
     api.resume("poll")
     assert "none (paused)" not in text_of(client.get(change_url(info.id)))
+
+
+# Slot arguments ---------------------------------------------------------------------------------
+
+
+def test_the_slot_keywords_are_set_in_their_own_fieldset_and_saved(client: Any, api: Any) -> None:
+    page = client.get(ADD).content.decode()
+    assert "Slot arguments" in page
+    posted = form_data(name="s", slot_kwarg="slot", previous_slot_kwarg="previous")
+    assert client.post(ADD, posted).status_code == 302
+    info = api.get("s")
+    assert (info.slot_kwarg, info.previous_slot_kwarg) == ("slot", "previous")
+    refused = form_errors(client.post(ADD, form_data(name="t", slot_kwarg="the slot")))
+    assert "Python identifier" in refused["slot_kwarg"][0]
+
+
+@pytest.mark.usefixtures("celery_app")
+def test_a_slot_keyword_the_project_apps_task_cannot_take_is_refused_on_its_field(
+    client: Any, api: Any
+) -> None:
+    posted = form_data(name="r", task="proj.tasks.report", args="[]", slot_kwarg="slot")
+    refused = form_errors(client.post(ADD, posted))
+    assert "task 'proj.tasks.report' takes no keyword argument 'slot'" in refused["slot_kwarg"][0]
+    assert api.list() == []
+    # A task the app does not register: only its workers can say.
+    client.post(ADD, form_data(name="r", task="proj.tasks.elsewhere", slot_kwarg="slot"))
+    assert api.get("r").slot_kwarg == "slot"
