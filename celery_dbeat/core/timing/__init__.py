@@ -16,15 +16,18 @@ from datetime import timezone as dt_timezone
 from typing import Protocol
 
 from ..errors import ValidationError, one_of
-from .cron import CronSpec, DstFold, DstGap
+from .cron import CronSpec
+from .dst import DstChange, DstFold, DstGap, DstNote
 from .interval import IntervalSpec
 from .once import OnceSpec
 from .solar import SolarSpec
 
 __all__ = [
     "CronSpec",
+    "DstChange",
     "DstFold",
     "DstGap",
+    "DstNote",
     "IntervalSpec",
     "OnceSpec",
     "SolarSpec",
@@ -56,6 +59,11 @@ class Spec(Protocol):
         """How many slots lie in ``(after, until]``, without walking them one by one where the
         spec allows (a catch-up after a long outage counts slots it does not publish)."""
 
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """The wall times the spec names that a DST change moved (a gap) or repeated (a fold),
+        whose note (:attr:`DstNote.at`) lies in ``(after, until]``, each saying where it fires
+        (:func:`.dst.notes`); empty for specs of elapsed time."""
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -85,6 +93,19 @@ class Timing:
         if until <= after:
             return 0
         return self.spec.count(after, until)
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """The spec's DST notes (:meth:`Spec.dst_notes`) of ``(after, until]`` within the bounds."""
+        return [
+            note
+            for note in self.spec.dst_notes(after, until)
+            if (self.start_at is None or note.at >= self.start_at)
+            and (self.end_at is None or note.at <= self.end_at)
+        ]
+
+    def is_slot(self, instant: datetime) -> bool:
+        """Whether ``instant`` is one of the spec's slots (bounds aside)."""
+        return next(self.spec.slots_after(instant - _ONE_MICROSECOND), None) == instant
 
     def last_before(self, before: datetime, floor: datetime) -> datetime | None:
         """The last slot in ``(floor, before)``, found by walking ever longer stretches back

@@ -16,7 +16,6 @@ means in UTC, so DST behaviour is ours (``SEMANTICS.md``), not the library's:
 from __future__ import annotations
 
 import copy
-import enum
 import functools
 import heapq
 import re
@@ -28,8 +27,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, CroniterError, croniter
 
 from ..errors import ValidationError, one_of
-from . import walltimes
+from . import dst, walltimes
 from .cronfields import FIELD_NAMES, never_matches, read
+from .dst import DstFold, DstGap, DstNote
 
 __all__ = ["HOST_DEPENDENT_ZONE", "CronSpec", "DstFold", "DstGap", "load_zone"]
 
@@ -39,29 +39,10 @@ UTC = timezone.utc
 MAX_ZONE = 64
 # Offset changes are looked for this far on either side of the instant a walk starts from.
 _TRANSITION_REACH = timedelta(days=1)
-# Offset changes between two instants are looked for at this spacing (tzdb's changes of one zone
-# lie days apart).
-_TRANSITION_PROBE = timedelta(hours=6)
 _SECOND = timedelta(seconds=1)
 _DAY = timedelta(days=1)
 #: How far :meth:`CronSpec.slots_after` looks ahead for the zone's next offset change at a time.
 _QUIET_HORIZON = timedelta(days=7)
-
-
-class DstGap(str, enum.Enum):
-    """What a slot whose wall-clock time falls in a spring-forward gap does."""
-
-    GAP_END = "gap_end"  #: fire once at the end of the gap (cron(8) for fixed-time expressions)
-    SHIFT = "shift"  #: fire at the same offset into the new time (02:30 -> 03:30)
-    SKIP = "skip"  #: do not fire (the real clock; cron(8) for wildcard expressions)
-
-
-class DstFold(str, enum.Enum):
-    """What a slot whose wall-clock time occurs twice (fall-back) does."""
-
-    FIRST = "first"  #: fire at the first occurrence only (cron(8) for fixed-time expressions)
-    SECOND = "second"  #: fire at the second occurrence only
-    BOTH = "both"  #: fire at both (the real clock; cron(8) for wildcard expressions)
 
 
 #: Zone files whose meaning differs between hosts: the host's own zone, the POSIX rules file,
@@ -293,16 +274,26 @@ class CronSpec:
 
     def _changes(self, start: datetime, end: datetime) -> Iterator[tuple[datetime, timedelta]]:
         """Offset changes of the zone in ``[start, end]``: ``(instant, size)``, ascending."""
-        if self.zone.key in ("UTC", "Etc/UTC"):
-            return
-        probe, offset = start, start.astimezone(self.zone).utcoffset()
-        while probe < end:
-            nxt = min(probe + _TRANSITION_PROBE, end)
-            following = nxt.astimezone(self.zone).utcoffset()
-            if following != offset:
-                size = (following or timedelta(0)) - (offset or timedelta(0))
-                yield self._transition(probe, nxt), abs(size)
-            probe, offset = nxt, following
+        for change, size in dst.offset_changes(self.zone, start, end):
+            yield change, abs(size)
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """The wall times this expression matches that an offset change moved (a gap) or
+        repeated (a fold), whose note lies in ``(after, until]`` (:func:`.dst.notes`)."""
+        return dst.notes(self.zone, self._walls, self.gap, self.fold, after, until)
+
+    def _walls(self, low: datetime, high: datetime) -> Iterator[datetime]:
+        """The naive wall times the expression matches in ``[low, high)``, ascending."""
+        walker = copy.copy(walltimes.expanded(self.fields, self.day_or))
+        walker.set_current(low - _SECOND, force=True)
+        while True:
+            try:
+                wall: datetime = walker.get_next(datetime)
+            except CroniterBadDateError:
+                return
+            if wall >= high:
+                return
+            yield wall
 
     # Wall-clock resolution -------------------------------------------------------------------
 
@@ -322,55 +313,12 @@ class CronSpec:
 
     def _floor(self, wall: datetime) -> datetime:
         """A lower bound of what this and every later wall time resolve to (monotone in wall)."""
-        first = wall.replace(tzinfo=self.zone, fold=0)
-        if self._exists(first):
-            return first.astimezone(UTC)
-        return self._gap_end(wall)
+        if dst.exists(self.zone, wall):
+            return wall.replace(tzinfo=self.zone, fold=0).astimezone(UTC)
+        return dst.gap_end(self.zone, wall)
 
     def _resolve(self, wall: datetime) -> list[datetime]:
-        first = wall.replace(tzinfo=self.zone, fold=0)
-        second = wall.replace(tzinfo=self.zone, fold=1)
-        if not self._exists(first):  # in a spring-forward gap
-            if self.gap is DstGap.SKIP:
-                return []
-            if self.gap is DstGap.SHIFT:
-                return [first.astimezone(UTC)]
-            return [self._gap_end(wall)]
-        if first.utcoffset() == second.utcoffset():
-            return [first.astimezone(UTC)]
-        # Ambiguous: the wall time occurs twice.
-        if self.fold is DstFold.FIRST:
-            return [first.astimezone(UTC)]
-        if self.fold is DstFold.SECOND:
-            return [second.astimezone(UTC)]
-        return [first.astimezone(UTC), second.astimezone(UTC)]
-
-    def _exists(self, aware: datetime) -> bool:
-        back = aware.astimezone(UTC).astimezone(self.zone)
-        return back.replace(tzinfo=None) == aware.replace(tzinfo=None)
-
-    def _gap_end(self, wall: datetime) -> datetime:
-        """The UTC instant at which the gap containing ``wall`` ends (the transition)."""
-        # fold=1 reads the wall time with the offset after the transition, fold=0 with the one
-        # before; the transition lies between the two readings.
-        low = wall.replace(tzinfo=self.zone, fold=1).astimezone(UTC)
-        high = wall.replace(tzinfo=self.zone, fold=0).astimezone(UTC)
-        if high < low:
-            low, high = high, low
-        return self._transition(low, high)
-
-    def _transition(self, low: datetime, high: datetime) -> datetime:
-        """The first whole second after ``low`` (up to ``high``) with another offset than
-        ``low``'s: transitions fall on whole seconds, found by binary search."""
-        before = low.astimezone(self.zone).utcoffset()
-        lo, hi = 0, int((high - low).total_seconds())
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if (low + timedelta(seconds=mid)).astimezone(self.zone).utcoffset() == before:
-                lo = mid + 1
-            else:
-                hi = mid
-        return low + timedelta(seconds=lo)
+        return dst.resolve(self.zone, wall, self.gap, self.fold)
 
 
 #: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;
