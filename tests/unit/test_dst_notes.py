@@ -21,7 +21,7 @@ from tests.unit.conftest import utc, utcs
 
 
 def _notes(expr: str, zone: str, day: str, **policies: str) -> list[tuple[str, str, list[str]]]:
-    spec = CronSpec.parse(expr, zone, **policies)  # type: ignore[arg-type]
+    spec = CronSpec.parse(expr, zone, **policies)
     start = utc(f"{day}T00:00Z") - timedelta(days=1)
     return [
         (note.kind.value, f"{note.wall:%H:%M}", [f"{f:%H:%MZ}" for f in note.fires])
