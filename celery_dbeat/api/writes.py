@@ -41,7 +41,7 @@ from ..core.errors import ConfigOwned, ScheduleNotFound, ValidationError
 from ..core.fields import ScheduleFields
 from ..core.origins import API_ORIGIN, APPLIED_ORIGINS, CONFIG_ORIGIN
 from ..core.specs import Spec
-from ..core.timing import require_aware
+from ..core.timing import DstNote, require_aware
 from ..results import ScheduleInfo
 from ..store import Store, audit, backfill, fires, schedules
 from ..store.backfill import BackfillReport
@@ -49,7 +49,7 @@ from ..store.sync import SyncReport, apply_definitions
 from .calendars import Calendars
 from .reads import Reads
 
-__all__ = ["Schedules", "preview_spec"]
+__all__ = ["Schedules", "preview_spec", "spec_dst_notes"]
 
 
 def preview_spec(
@@ -67,6 +67,24 @@ def preview_spec(
         name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
     )
     return definition.timing(start_at or after).preview(after, require_count(count))
+
+
+def spec_dst_notes(
+    schedule: Spec,
+    *,
+    after: datetime,
+    until: datetime,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+) -> list[DstNote]:
+    """The wall times of an ad-hoc spec that a DST change moves or repeats in ``(after,
+    until]`` (:meth:`Reads.dst_notes` of a stored schedule)."""
+    require_aware("after", after)
+    require_aware("until", until)
+    definition = Definition.create(
+        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
+    )
+    return definition.timing(start_at or after).dst_notes(after, until)
 
 
 class Schedules(Reads):

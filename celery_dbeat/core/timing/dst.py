@@ -93,6 +93,20 @@ class DstNote:
         """Where the note belongs in time: its first fire, else the change."""
         return self.fires[0] if self.fires else self.change
 
+    def mark(self, slot: datetime) -> str:
+        """A short mark for ``slot``, one of :attr:`fires`, in a list of slots (the instant is
+        beside it): ``02:30 did not exist: moved to the end of the gap (dst_gap=gap_end)``."""
+        wall = f"{self.wall:%H:%M}" + (f":{self.wall:%S}" if self.wall.second else "")
+        if self.kind is DstChange.GAP:
+            shift = self.policy == DstGap.SHIFT.value
+            where = "the same time after the change" if shift else "the end of the gap"
+            return f"{wall} did not exist: moved to {where} (dst_gap={self.policy})"
+        if len(self.fires) == 2:
+            copy = "first" if slot == self.fires[0] else "second"
+            return f"{wall} happened twice: fires at both, this is the {copy} (dst_fold=both)"
+        which = "first" if slot == self.occurrences[0] else "second"
+        return f"{wall} happened twice: fires at the {which} only (dst_fold={self.policy})"
+
     @property
     def text(self) -> str:
         """One sentence for people: what happened to the wall time and where it fires."""
