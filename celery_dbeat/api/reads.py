@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..core.calendars import PreviewSlot, preview
@@ -179,6 +179,7 @@ class Reads(Session):
         slot up to now, or its next one if none passed yet (``chosen`` says which). Raises
         :class:`~celery_dbeat.core.errors.ScheduleNotFound`."""
         require_aware("slot", slot)
+        slot = None if slot is None else slot.astimezone(timezone.utc)
         now = self.clock.now()
         with self.store.engine.connect() as conn:
             row = schedules.load_schedule(conn, name)
