@@ -227,9 +227,9 @@ def explain(
     paused it) and its ``calendar``."""
     notes = tuple(note for note in timing.spec.dst_notes(slot - _DAY, slot + _DAY))
     moved = tuple(note for note in notes if slot in note.fires)
-    record = next((f for f in fires if f.slot == slot), None) or next(
-        (f for f in fires if _covers(f, slot)), None
-    )
+    # A record of the very instant says what became of it, even if an edit since made it no
+    # slot of the definition as it is now; one standing for a range holds only the slots.
+    own = next((f for f in fires if f.slot == slot), None)
 
     def done(verdict: Verdict, sentence: str, **details: Any) -> Explanation:
         extra = [note.text for note in moved]
@@ -241,6 +241,8 @@ def explain(
         text = "; ".join([sentence, *extra])
         return Explanation(schedule.name, slot, verdict, text + ".", chosen, details, moved)
 
+    if own is not None:
+        return _from_record(own, slot, schedule, previous, done)
     if not timing.is_slot(slot):
         before = timing.last_before(slot, slot - timedelta(days=366 * 50))
         after = timing.first_after(slot)
@@ -261,6 +263,7 @@ def explain(
             tuple(note for note in notes if slot in note.occurrences),
             (before, after),
         )
+    record = next((f for f in fires if _covers(f, slot)), None)
     if record is not None:
         return _from_record(record, slot, schedule, previous, done)
 

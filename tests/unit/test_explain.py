@@ -234,3 +234,11 @@ def test_a_future_slot_of_a_paused_schedule_waits_for_the_resume() -> None:
     said = explain(paused, HOURLY, utc("2024-06-10T13:00Z"), now=NOW)
     assert said.verdict is Verdict.PAUSED
     assert said.sentence.startswith("Will not fire: paused at 2024-06-10T12:10:00Z")
+
+
+def test_a_recorded_instant_is_explained_by_its_record_after_an_edit_made_it_no_slot() -> None:
+    slot = utc("2024-06-10T10:00Z")
+    half_past = Timing(CronSpec.parse("30 * * * *", "UTC"))
+    said = explain(Schedule(), half_past, slot, now=NOW, fires=[Fire(slot, sent_at=slot)])
+    assert said.verdict is Verdict.SENT
+    assert explain(Schedule(), half_past, slot, now=NOW).verdict is Verdict.NOT_A_SLOT
