@@ -15,7 +15,7 @@ from ..store.backfill import BackfillReport
 from ..store.sync import SyncReport
 from .calendars import Calendar, Calendars
 from .session import Session
-from .writes import Schedules, preview_spec, spec_dst_notes
+from .writes import Schedules, preview_spec, preview_spec_slots, spec_dst_notes
 
 __all__ = [
     "UNHEALTHY_REASONS",
@@ -37,5 +37,6 @@ __all__ = [
     "SyncReport",
     "Verdict",
     "preview_spec",
+    "preview_spec_slots",
     "spec_dst_notes",
 ]

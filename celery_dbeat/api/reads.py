@@ -18,7 +18,6 @@ from ..core.formats import seconds_text
 from ..core.health import ScheduleHealth, judge
 from ..core.load import Load
 from ..core.timing import DstNote, Timing, require_aware
-from ..core.timing.dst import notes_of
 from ..results import BeatInfo, FireInfo, ScheduleInfo
 from ..store import audit, beats, fires, queue, schedules
 from ..store import load as load_store
@@ -256,8 +255,5 @@ def _timing(row: Any) -> Timing:
 
 def marked(timing: Timing, shown: Sequence[PreviewSlot]) -> builtins.list[PreviewSlot]:
     """``shown`` with the DST notes of each slot (:attr:`PreviewSlot.dst`)."""
-    if not shown:
-        return builtins.list(shown)
-    # A fold fired at both copies is one note, placed at its first: look a day further back.
-    notes = timing.dst_notes(shown[0].slot - timedelta(days=1), shown[-1].slot)
-    return [replace(p, dst=tuple(notes_of(notes, p.slot))) for p in shown]
+    marks = timing.dst_marks([p.slot for p in shown])
+    return [replace(p, dst=dst) for p, dst in zip(shown, marks, strict=True)]

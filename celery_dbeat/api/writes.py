@@ -35,6 +35,7 @@ from typing_extensions import Unpack
 from ..clock import Clock
 from ..config import Settings
 from ..core.audit import Action, Actor
+from ..core.calendars import PreviewSlot
 from ..core.counts import require_count
 from ..core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
 from ..core.errors import ConfigOwned, ScheduleNotFound, ValidationError
@@ -49,7 +50,7 @@ from ..store.sync import SyncReport, apply_definitions
 from .calendars import Calendars
 from .reads import Reads
 
-__all__ = ["Schedules", "preview_spec", "spec_dst_notes"]
+__all__ = ["Schedules", "preview_spec", "preview_spec_slots", "spec_dst_notes"]
 
 
 def preview_spec(
@@ -67,6 +68,27 @@ def preview_spec(
         name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
     )
     return definition.timing(start_at or after).preview(after, require_count(count))
+
+
+def preview_spec_slots(
+    schedule: Spec,
+    *,
+    count: int = 5,
+    after: datetime,
+    start_at: datetime | None = None,
+    end_at: datetime | None = None,
+) -> list[PreviewSlot]:
+    """:func:`preview_spec`'s slots, each with the DST changes that moved it or repeated its
+    wall time (:attr:`PreviewSlot.dst`)."""
+    require_aware("after", after)
+    definition = Definition.create(
+        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
+    )
+    timing = definition.timing(start_at or after)
+    slots = timing.preview(after, require_count(count))
+    return [
+        PreviewSlot(slot, dst=dst) for slot, dst in zip(slots, timing.dst_marks(slots), strict=True)
+    ]
 
 
 def spec_dst_notes(

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 
 import click
 
-from ..api import DstNote, FireInfo, PreviewSlot, preview_spec, spec_dst_notes
+from ..api import DstNote, FireInfo, preview_spec_slots, spec_dst_notes
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
 from ..core.errors import ValidationError
@@ -22,7 +22,6 @@ from ..core.loadchart import as_json as load_json
 from ..core.loadchart import svg, text
 from ..core.specs import DAYS_ALL, Cron, Spec
 from ..core.states import state_note
-from ..core.timing.dst import notes_of
 from ._common import (
     DBeatCommand,
     echo_json,
@@ -306,10 +305,7 @@ def preview(
         if dst:
             _show_dst(spec_dst_notes(typed, after=start, until=start + _YEAR, **bounds), as_json)
             return
-        slots = preview_spec(typed, count=count, after=start, **bounds)
-        day_before = start - timedelta(days=1)  # a fold fired twice is noted at its first
-        notes = spec_dst_notes(typed, after=day_before, until=slots[-1], **bounds) if slots else []
-        shown = [PreviewSlot(slot, dst=tuple(notes_of(notes, slot))) for slot in slots]
+        shown = preview_spec_slots(typed, count=count, after=start, **bounds)
     else:
         with state.schedules() as schedules:
             if dst:

@@ -158,3 +158,13 @@ def test_is_slot_tells_a_slot_from_another_instant() -> None:
     assert timing.is_slot(utc("2024-11-03T05:30Z"))
     assert not timing.is_slot(utc("2024-11-03T06:30Z"))
     assert not timing.is_slot(datetime.fromisoformat("2024-11-03T05:31:00+00:00"))
+
+
+def test_dst_marks_name_the_notes_of_each_slot_however_far_apart_the_slots() -> None:
+    yearly = Timing(CronSpec.parse("30 2 10 3 *", "America/New_York"))  # 10 March, 02:30
+    slots = yearly.preview(utc("2020-01-01T00:00Z"), 25)
+    marks = yearly.dst_marks(slots)
+    moved = [slot for slot, dst in zip(slots, marks, strict=True) if dst]
+    # The second Sunday of March (spring forward at 02:00) is the 10th in 2024, 2030, 2041.
+    assert [slot.year for slot in moved] == [2024, 2030, 2041]
+    assert {f"{slot:%H:%M}" for slot in moved} == {"07:00"}  # the gap's end, 03:00 EDT

@@ -9,7 +9,7 @@ validates the same way.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
@@ -40,6 +40,7 @@ __all__ = [
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
 _ONE_SECOND = timedelta(seconds=1)
+_ONE_DAY = timedelta(days=1)
 
 
 class SpecKind(str, enum.Enum):
@@ -102,6 +103,21 @@ class Timing:
             if (self.start_at is None or note.at >= self.start_at)
             and (self.end_at is None or note.at <= self.end_at)
         ]
+
+    def dst_marks(self, slots: Sequence[datetime]) -> list[tuple[DstNote, ...]]:
+        """For each of ``slots`` (ascending), the notes of the wall times that fire at it.
+
+        Notes are looked for around the slots only (a yearly schedule's 10,000 slots span
+        millennia): over runs of slots less than two days apart, from a day before each run (a
+        fold fired at both copies is one note, placed at its first)."""
+        runs: list[list[datetime]] = []
+        for slot in slots:
+            if runs and slot - runs[-1][-1] < 2 * _ONE_DAY:
+                runs[-1].append(slot)
+            else:
+                runs.append([slot])
+        notes = [note for run in runs for note in self.dst_notes(run[0] - _ONE_DAY, run[-1])]
+        return [tuple(note for note in notes if slot in note.fires) for slot in slots]
 
     def is_slot(self, instant: datetime) -> bool:
         """Whether ``instant`` is one of the spec's slots (bounds aside)."""

@@ -21,7 +21,7 @@ ascending. Specs of elapsed time (interval, once, solar) have no wall times and 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -34,7 +34,6 @@ __all__ = [
     "exists",
     "gap_end",
     "notes",
-    "notes_of",
     "offset_changes",
     "resolve",
     "transition",
@@ -243,8 +242,3 @@ def notes(
             if after < note.at <= until:
                 found.append(note)
     return found
-
-
-def notes_of(found: Sequence[DstNote], slot: datetime) -> list[DstNote]:
-    """The notes among ``found`` of the wall times that fire at ``slot``."""
-    return [note for note in found if slot in note.fires]
