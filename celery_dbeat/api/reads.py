@@ -13,7 +13,7 @@ from ..core.calendars import PreviewSlot, preview
 from ..core.counts import require_count
 from ..core.definitions import Definition
 from ..core.errors import ValidationError
-from ..core.explain import Explanation, explain
+from ..core.explain import Explanation, Verdict, explain
 from ..core.formats import seconds_text
 from ..core.health import ScheduleHealth, judge
 from ..core.load import Load
@@ -175,7 +175,8 @@ class Reads(Session):
     def explain(self, name: str, *, slot: datetime | None = None) -> Explanation:
         """Why ``slot`` of the schedule ``name`` did or did not fire, from its record and its
         definition (:func:`celery_dbeat.core.explain.explain`): without ``slot``, its latest
-        slot up to now, or its next one if none passed yet (``chosen`` says which). Raises
+        slot up to now, or its next one if none passed yet (``chosen`` says which); a schedule
+        whose stored definition cannot be read is ``error``. Raises
         :class:`~celery_dbeat.core.errors.ScheduleNotFound`."""
         require_aware("slot", slot)
         slot = None if slot is None else slot.astimezone(timezone.utc)
@@ -183,7 +184,18 @@ class Reads(Session):
         with self.store.engine.connect() as conn:
             row = schedules.load_schedule(conn, name)
             info = ScheduleInfo.from_row(row)
-            timing = _timing(row)
+            try:
+                timing = _timing(row)
+            except ValidationError as exc:  # beat sets such a row aside: say so
+                return Explanation(
+                    name,
+                    slot or now,
+                    Verdict.ERROR,
+                    f"Not fired: the stored definition cannot be read ({exc}); beat sets the "
+                    "schedule aside until it is fixed.",
+                    "asked" if slot else "now",
+                    {"error": str(exc)},
+                )
             chosen = "asked"
             if slot is None:
                 floor = min(row.created_at, row.start_at or row.created_at) - _YEAR

@@ -142,7 +142,7 @@ class Explanation:
     #: One sentence for people.
     sentence: str
     #: How the slot was chosen: ``asked``, or without one, ``latest`` (the latest slot up to
-    #: now) or ``next`` (none passed yet).
+    #: now), ``next`` (none passed yet) or ``now`` (a definition that cannot be read has none).
     chosen: str = "asked"
     #: The facts behind the verdict (instants aware, durations in seconds).
     details: Mapping[str, Any] = field(default_factory=dict)

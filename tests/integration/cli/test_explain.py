@@ -7,6 +7,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+import sqlalchemy as sa
+
 from celery_dbeat.api import Schedules
 from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.clock import FixedClock
@@ -14,6 +16,7 @@ from celery_dbeat.config import Settings
 from celery_dbeat.core.specs import Cron
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.store import Store
+from celery_dbeat.store.models import S
 from tests.integration.cli.conftest import Cli
 
 UTC = timezone.utc
@@ -146,3 +149,17 @@ def test_preview_dst_lists_every_touched_slot_of_the_next_year(cli: Cli) -> None
     ]
     utc = cli.ok("preview", "--every", "1h", "--dst")
     assert utc == "no slot is moved or repeated by a DST change in the next year\n"
+
+
+def test_explain_of_a_schedule_whose_definition_cannot_be_read_says_it_is_set_aside(
+    cli: Cli,
+) -> None:
+    cli.ok("add", "hourly", "proj.tasks.report", "--cron", "0 * * * *")
+    engine = sa.create_engine(cli.app.conf.dbeat_database_url)
+    with engine.begin() as conn:  # a hand edit no surface would store
+        conn.execute(sa.update(S).where(S.c.name == "hourly").values(timezone="Mars/Olympus"))
+    engine.dispose()
+
+    said = _explain(cli, "hourly", "--slot", "2024-06-10T09:00:00Z")
+    assert said["verdict"] == "error"
+    assert "Mars/Olympus" in said["sentence"]
