@@ -10,7 +10,9 @@ means in UTC, so DST behaviour is ours (``SEMANTICS.md``), not the library's:
   minutes fire in both copies (``both``);
 * several local slots that resolve to the same UTC instant fire once.
 
-``dst_gap`` and ``dst_fold`` override the defaults per schedule.
+``dst_gap`` and ``dst_fold`` override the defaults per schedule. Each wall time is resolved by
+:mod:`.dst` (shared with any spec of local wall times), which also gives the schedule's DST notes
+(:meth:`CronSpec.dst_notes`).
 """
 
 from __future__ import annotations
