@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from ..core.audit import Actor
 from ..core.calendars import PreviewSlot
+from ..core.explain import Explanation, Verdict
 from ..core.health import UNHEALTHY_REASONS, ScheduleHealth
 from ..core.load import Load
+from ..core.timing import DstNote
 from ..results import BeatInfo, FireInfo, ScheduleInfo
 from ..store.audit import Entry
 from ..store.backfill import BackfillReport
 from ..store.sync import SyncReport
 from .calendars import Calendar, Calendars
 from .session import Session
-from .writes import Schedules, preview_spec
+from .writes import Schedules, preview_spec, preview_spec_slots, spec_dst_notes
 
 __all__ = [
     "UNHEALTHY_REASONS",
@@ -22,7 +24,9 @@ __all__ = [
     "BeatInfo",
     "Calendar",
     "Calendars",
+    "DstNote",
     "Entry",
+    "Explanation",
     "FireInfo",
     "Load",
     "PreviewSlot",
@@ -31,5 +35,8 @@ __all__ = [
     "Schedules",
     "Session",
     "SyncReport",
+    "Verdict",
     "preview_spec",
+    "preview_spec_slots",
+    "spec_dst_notes",
 ]

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from ..core.calendars import PreviewSlot, preview
 from ..core.counts import require_count
 from ..core.definitions import Definition
 from ..core.errors import ValidationError
+from ..core.explain import Explanation, Verdict, explain
 from ..core.formats import seconds_text
 from ..core.health import ScheduleHealth, judge
 from ..core.load import Load
-from ..core.timing import require_aware
+from ..core.timing import DstNote, Timing, require_aware
 from ..results import BeatInfo, FireInfo, ScheduleInfo
 from ..store import audit, beats, fires, queue, schedules
 from ..store import load as load_store
@@ -145,16 +148,75 @@ class Reads(Session):
     ) -> builtins.list[PreviewSlot]:
         """The next ``count`` slots a stored schedule fires after ``after`` (default: now), and
         the slots its calendar removes among them (``excluded_by``: the calendar's name; at
-        most ``count`` of those listed), looking at most at 100,000 slots."""
+        most ``count`` of those listed), looking at most at 100,000 slots; each with the DST
+        changes that moved it or repeated its wall time (``dst``)."""
         require_aware("after", after)
         count = require_count(count)
         with self.store.engine.connect() as conn:
             row = schedules.load_schedule(conn, name)
             calendar = None if row.calendar is None else load_calendar(conn, row.calendar)
-        definition = Definition.from_columns(row._mapping)
-        anchor = row.start_at or row.anchor_at or row.created_at
-        slots = definition.timing(anchor).slots_after(after or self.clock.now())
-        return preview(slots, calendar, count)
+        timing = _timing(row)
+        start = after or self.clock.now()
+        return marked(timing, preview(timing.slots_after(start), calendar, count))
+
+    def dst_notes(
+        self, name: str, *, after: datetime | None = None, until: datetime | None = None
+    ) -> builtins.list[DstNote]:
+        """Every wall time of the schedule ``name`` that a DST change moves (a gap) or repeats
+        (a fold) in ``(after, until]`` (default: the year from now), each saying where it fires
+        (:class:`~celery_dbeat.core.timing.DstNote`); none for a schedule of elapsed time."""
+        require_aware("after", after)
+        require_aware("until", until)
+        with self.store.engine.connect() as conn:
+            row = schedules.load_schedule(conn, name)
+        start = after or self.clock.now()
+        return _timing(row).dst_notes(start, until or start + _YEAR)
+
+    def explain(self, name: str, *, slot: datetime | None = None) -> Explanation:
+        """Why ``slot`` of the schedule ``name`` did or did not fire, from its record and its
+        definition (:func:`celery_dbeat.core.explain.explain`): without ``slot``, its latest
+        slot up to now, or its next one if none passed yet (``chosen`` says which); a schedule
+        whose stored definition cannot be read is ``error``. Raises
+        :class:`~celery_dbeat.core.errors.ScheduleNotFound`."""
+        require_aware("slot", slot)
+        slot = None if slot is None else slot.astimezone(timezone.utc)
+        now = self.clock.now()
+        with self.store.engine.connect() as conn:
+            row = schedules.load_schedule(conn, name)
+            info = ScheduleInfo.from_row(row)
+            try:
+                timing = _timing(row)
+            except ValidationError as exc:  # beat sets such a row aside: say so
+                return Explanation(
+                    name,
+                    slot or now,
+                    Verdict.ERROR,
+                    f"Not fired: the stored definition cannot be read ({exc}); beat sets the "
+                    "schedule aside until it is fixed.",
+                    "asked" if slot else "now",
+                    {"error": str(exc)},
+                )
+            chosen = "asked"
+            if slot is None:
+                floor = min(row.created_at, row.start_at or row.created_at) - _YEAR
+                slot = timing.last_before(now + _TICK, floor)
+                chosen = "latest"
+                if slot is None:
+                    slot, chosen = timing.first_after(now) or now, "next"
+            records, previous = fires.slot_records(conn, row.id, slot)
+            trail = audit.entries(conn, name=name, limit=10_000)
+            calendar = None if row.calendar is None else load_calendar(conn, row.calendar)
+        return explain(
+            info,
+            timing,
+            slot,
+            now=now,
+            fires=[FireInfo.from_row(r) for r in records],
+            previous=None if previous is None else FireInfo.from_row(previous),
+            audit=trail,
+            calendar=calendar,
+            chosen=chosen,
+        )
 
     def load(
         self, *, start: datetime | None = None, top: int = 5, herd_at: float | None = None
@@ -191,3 +253,19 @@ class Reads(Session):
         read, and which (such a schedule reads with them empty, ``last_error`` saying why)."""
         with self.store.engine.connect() as conn:
             return unreadable_values(conn, builtins.list(ids), columns)
+
+
+_YEAR = timedelta(days=365)
+_TICK = timedelta(microseconds=1)
+
+
+def _timing(row: Any) -> Timing:
+    """A stored schedule's timing, its bounds included (as beat plans it)."""
+    definition = Definition.from_columns(row._mapping)
+    return definition.timing(row.start_at or row.anchor_at or row.created_at)
+
+
+def marked(timing: Timing, shown: Sequence[PreviewSlot]) -> builtins.list[PreviewSlot]:
+    """``shown`` with the DST notes of each slot (:attr:`PreviewSlot.dst`)."""
+    marks = timing.dst_marks([p.slot for p in shown])
+    return [replace(p, dst=dst) for p, dst in zip(shown, marks, strict=True)]

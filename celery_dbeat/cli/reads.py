@@ -1,5 +1,6 @@
 """Commands that read schedules: list, show, history, preview (``--load``: the next 24 hours of
-every schedule, drawn in text, as JSON or as SVG). Each is a thin call of
+every schedule, drawn in text, as JSON or as SVG; ``--dst``: the slots DST changes touch in the
+next year), explain (why a slot did or did not fire). Each is a thin call of
 :class:`celery_dbeat.api.Schedules`."""
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from zoneinfo import ZoneInfo
 
 import click
 
-from ..api import FireInfo, PreviewSlot, preview_spec
+from ..api import DstNote, FireInfo, preview_spec_slots, spec_dst_notes
 from ..clock import SystemClock
 from ..core.definitions import definition_from_form
+from ..core.errors import ValidationError
+from ..core.formats import parse_instant
 from ..core.loadchart import as_json as load_json
 from ..core.loadchart import svg, text
 from ..core.specs import DAYS_ALL, Spec
@@ -32,7 +35,9 @@ from ._common import (
 )
 from ._forms import KIND_OF_OPTION, edit_form, schedule_json, spec_of, spec_options, spec_text
 
-__all__ = ["history", "list_", "preview", "show"]
+__all__ = ["explain", "history", "list_", "preview", "show"]
+
+_YEAR = timedelta(days=365)
 
 
 @click.command("list", cls=DBeatCommand)
@@ -235,6 +240,13 @@ _ADHOC = "/".join(f"--{option}" for option in KIND_OF_OPTION)
 @click.option("--count", type=int, default=5, show_default=True, help="How many slots.")
 @click.option("-v", "--verbose", is_flag=True, help="Add the local time in the schedule's zone.")
 @click.option(
+    "--dst",
+    "dst",
+    is_flag=True,
+    help="Every slot a DST change moves (a wall time that did not exist) or repeats (a wall"
+    " time that happened twice) in the year after --after, and where it fires.",
+)
+@click.option(
     "--load",
     "load",
     is_flag=True,
@@ -263,6 +275,7 @@ def preview(
     after: datetime | None,
     count: int,
     verbose: bool,
+    dst: bool,
     load: bool,
     per: str,
     top: int,
@@ -271,7 +284,9 @@ def preview(
     **given: Any,
 ) -> None:
     """Print the next slots of schedule NAME, or of an ad-hoc spec (--cron/--rrule/--every/--at),
-    one UTC instant per line; with --load, the next 24 hours of every schedule."""
+    one UTC instant per line, each slot a DST change moved or repeated marked with where it
+    fires; with --dst, every such slot in the next year; with --load, the next 24 hours of every
+    schedule."""
     adhoc = {k: v for k, v in given.items() if v is not None}
     if load:
         if name is not None or adhoc:
@@ -289,16 +304,17 @@ def preview(
         definition = definition_from_form(edit_form({"name": "preview", "task": "preview"}, adhoc))
         typed = spec_of(definition)
         spec: Spec | None = typed
-        slots = preview_spec(
-            typed,
-            count=count,
-            after=after or SystemClock().now(),
-            start_at=definition.start_at,
-            end_at=definition.end_at,
-        )
-        shown = [PreviewSlot(slot) for slot in slots]
+        start = after or SystemClock().now()
+        bounds = {"start_at": definition.start_at, "end_at": definition.end_at}
+        if dst:
+            _show_dst(spec_dst_notes(typed, after=start, until=start + _YEAR, **bounds), as_json)
+            return
+        shown = preview_spec_slots(typed, count=count, after=start, **bounds)
     else:
         with state.schedules() as schedules:
+            if dst:
+                _show_dst(schedules.dst_notes(name, after=after), as_json)
+                return
             spec = schedules.get(name).schedule
             shown = schedules.preview(name, count=count, after=after)
     zone = ZoneInfo((spec.fields().get("timezone") if spec is not None else None) or "UTC")
@@ -310,6 +326,7 @@ def preview(
                     "local": p.slot.astimezone(zone).isoformat(),
                     "timezone": zone.key,
                     **({"excluded_by": p.excluded_by} if p.excluded_by is not None else {}),
+                    **({"dst": [note.text for note in p.dst]} if p.dst else {}),
                 }
                 for p in shown
             ]
@@ -322,7 +339,62 @@ def preview(
         )
         if p.excluded_by is not None:
             line += f"  excluded by calendar {p.excluded_by} (not sent)"
+        for note in p.dst:
+            line += f"  DST: {note.mark(p.slot)}"
         click.echo(line)
+
+
+def dst_json(note: DstNote) -> dict[str, Any]:
+    return {
+        "kind": note.kind.value,
+        "wall": note.wall.isoformat(),
+        "timezone": note.zone,
+        "change": iso(note.change),
+        "fires": [iso(f) for f in note.fires],
+        "occurrences": [iso(o) for o in note.occurrences],
+        "policy": note.policy,
+        "text": note.text,
+    }
+
+
+def _show_dst(notes: list[DstNote], as_json: bool) -> None:
+    if as_json:
+        echo_json([dst_json(note) for note in notes])
+        return
+    if not notes:
+        click.echo("no slot is moved or repeated by a DST change in the next year")
+    for note in notes:
+        click.echo(f"{iso(note.at)}  {note.text}")
+
+
+@click.command(cls=DBeatCommand)
+@click.argument("name")
+@click.option(
+    "--slot",
+    metavar="INSTANT",
+    help="The slot to explain (default: the latest slot up to now, or the next one).",
+)
+@json_option
+def explain(name: str, slot: str | None, as_json: bool) -> None:
+    """Say why a slot of schedule NAME did or did not fire: sent (by which beat, with what lag),
+    not yet due, excluded by a calendar, outside the bounds, past max_runs, skipped or dropped
+    by the misfire policy (in which outage), held by the overlap policy, paused (by whom),
+    set aside in error, moved by jitter or a DST change, or not a slot at all (the nearest
+    ones). Without --slot, the latest slot up to now (or the next, if none passed yet)."""
+    asked = None
+    if slot is not None:
+        try:
+            asked = parse_instant(slot)
+        except ValueError as exc:
+            raise ValidationError("slot", slot, str(exc)) from None
+    with runtime().schedules() as schedules:
+        said = schedules.explain(name, slot=asked)
+    if as_json:
+        echo_json(said.as_json())
+        return
+    which = {"latest": " (its latest slot up to now)", "next": " (none passed yet: its next)"}
+    click.echo(f"{name} {iso(said.slot)}{which.get(said.chosen, '')}: {said.verdict.value}")
+    click.echo(said.sentence)
 
 
 def _show_load(

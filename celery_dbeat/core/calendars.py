@@ -25,6 +25,7 @@ from .errors import ValidationError
 from .suggestions import did_you_mean
 from .text import refuse_control_characters
 from .timing.cron import load_zone
+from .timing.dst import DstNote
 
 __all__ = [
     "LOOK_AHEAD",
@@ -219,10 +220,12 @@ class Calendar:
 
 @dataclass(frozen=True)
 class PreviewSlot:
-    """A slot of a schedule and, if its calendar excludes it, that calendar's name."""
+    """A slot of a schedule and, if its calendar excludes it, that calendar's name; and the DST
+    changes that moved it (or that made it a wall time that happened twice)."""
 
     slot: datetime
     excluded_by: str | None = None
+    dst: tuple[DstNote, ...] = ()
 
 
 def preview(

@@ -35,6 +35,7 @@ __all__ = [
     "set_refused_fire_aside",
     "set_unreadable_fire_aside",
     "set_unreadable_fires_aside",
+    "slot_records",
 ]
 
 logger = get_logger(__name__)
@@ -287,3 +288,22 @@ def fire_history(conn: Connection, name: str, limit: int = 50) -> list[Row[Any]]
         .limit(limit)
     )
     return list(conn.execute(query))
+
+
+def slot_records(
+    conn: Connection, schedule_id: int, slot: datetime
+) -> tuple[list[Row[Any]], Row[Any] | None]:
+    """The records of ``slot`` (not run-now ones): the row of that slot and any row standing
+    for several slots (skipped, dropped, a queued run) whose range holds it; and the newest
+    record before them (where an outage that missed the slot began), or ``None``."""
+    covering = sa.or_(
+        F.c.slot == slot,
+        sa.and_(F.c.slot_count > 1, F.c.first_slot <= slot, F.c.slot > slot),
+    )
+    own = sa.and_(F.c.schedule_id == schedule_id, F.c.manual == sa.false())
+    rows = list(conn.execute(sa.select(F).where(own, covering).order_by(F.c.slot)))
+    oldest = min([slot, *(r.first_slot or r.slot for r in rows)])
+    previous = conn.execute(
+        sa.select(F).where(own, F.c.slot < oldest).order_by(F.c.slot.desc()).limit(1)
+    ).first()
+    return rows, previous

@@ -12,7 +12,7 @@ import pytest
 
 from celery_dbeat.core.backfill import backfill_slots
 from celery_dbeat.core.errors import ValidationError
-from celery_dbeat.core.timing import CronSpec, Timing
+from celery_dbeat.core.timing import CronSpec, DstNote, Timing
 from tests.unit.conftest import utc
 
 NOW = utc("2026-01-01T00:00Z")
@@ -34,6 +34,9 @@ class Drawn:
     def count(self, after: datetime, until: datetime) -> int:
         self.counted.append((after, until))
         return self.spec.count(after, until)
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        return self.spec.dst_notes(after, until)
 
 
 def _every_second() -> Drawn:

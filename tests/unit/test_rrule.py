@@ -301,3 +301,21 @@ def test_every_zone_crosses_its_changes() -> None:
         text = f"DTSTART;TZID={zone}:20240101T{hour:02d}{minute:02d}00\nRRULE:FREQ=DAILY"
         after = datetime(2024, 1, 1, tzinfo=UTC)
         assert slots(text, after, 731) == oracle(text, zone, after, 731), text
+
+
+def test_dst_notes_mark_the_wall_times_a_change_moved_or_repeated() -> None:
+    text = "DTSTART;TZID=America/New_York:20240301T013000\nRRULE:FREQ=DAILY;BYHOUR=1,2"
+    timing = build_timing(kind="rrule", rrule=text, anchor_at=ANCHOR)
+
+    spring = timing.dst_notes(datetime(2024, 3, 9, tzinfo=UTC), datetime(2024, 3, 11, tzinfo=UTC))
+    autumn = timing.dst_notes(datetime(2024, 11, 2, tzinfo=UTC), datetime(2024, 11, 4, tzinfo=UTC))
+
+    assert [(n.kind.value, f"{n.wall:%H:%M}", n.fires) for n in spring] == [
+        ("gap", "02:30", (datetime(2024, 3, 10, 7, tzinfo=UTC),))
+    ]
+    assert [(n.kind.value, f"{n.wall:%H:%M}", n.fires) for n in autumn] == [
+        ("fold", "01:30", (datetime(2024, 11, 3, 5, 30, tzinfo=UTC),))
+    ]
+    # Each note's fire is a slot of the schedule.
+    for note in spring + autumn:
+        assert timing.first_after(note.fires[0] - timedelta(seconds=1)) == note.fires[0]

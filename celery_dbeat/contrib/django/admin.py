@@ -39,6 +39,7 @@ from .display import (
     shortened,
     show_lag,
 )
+from .explain import explain_link, explain_view
 from .forms import ScheduleForm
 from .load import load_view
 from .models import AuditEntry, Beat, Calendar, Fire, Schedule
@@ -239,6 +240,7 @@ class FireAdmin(ReadOnly):
         "ran",
         "worker",
         "errors",
+        "why",
     )
     list_filter = (StatusFilter, RunStatusFilter, "manual", OriginFilter, "slot")
     search_fields = ("schedule__name", "task_id", "beat", "worker")
@@ -265,6 +267,7 @@ class FireAdmin(ReadOnly):
         "ran",
         "worker",
         "run_error",
+        "why",
     )
 
     slot_utc = instant("slot", "slot")
@@ -297,6 +300,17 @@ class FireAdmin(ReadOnly):
     def errors(self, obj: Fire) -> str:
         """The publish error and the run's error, whichever there are."""
         return " / ".join(e for e in (obj.error, obj.run_error) if e) or "-"
+
+    @admin.display(description="explain")
+    def why(self, obj: Fire) -> str:
+        """A link to why the slot did or did not fire (:mod:`.explain`)."""
+        return explain_link(self, obj)
+
+    def get_urls(self) -> list[Any]:
+        """``explain/``: why a slot did or did not fire (:mod:`.explain`)."""
+        page = self.admin_site.admin_view(lambda request: explain_view(self, request))
+        name = f"{self.opts.app_label}_{self.opts.model_name}_explain"
+        return [path("explain/", page, name=name), *super().get_urls()]
 
 
 @admin.register(Beat)

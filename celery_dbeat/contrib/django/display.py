@@ -142,7 +142,8 @@ class OriginFilter(_ColumnFilter):
 
 def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
     """An ordered list of slots in UTC, with the wall-clock time in the schedule's zone; a slot
-    its calendar excludes struck through, with the calendar's name."""
+    its calendar excludes struck through, with the calendar's name; a slot a DST change moved
+    or repeated marked (the whole sentence on hover)."""
     if not slots:
         return "none: the schedule has no slot left"
     zone = None if zone_name in (None, "UTC", "Etc/UTC") else ZoneInfo(str(zone_name))
@@ -151,6 +152,12 @@ def next_slots_html(slots: list[PreviewSlot], zone_name: str | None) -> str:
         slot = shown.slot
         local = "" if zone is None else f"{slot.astimezone(zone):%Y-%m-%d %H:%M:%S %Z}"
         when = format_html("{}{}", utc(slot), f" = {local} in {zone_name}" if local else "")
+        if shown.dst:
+            marks = format_html_join(
+                "", ' <span class="dbeat-dst" title="{}">DST: {}</span>',
+                ((note.text, note.mark(slot)) for note in shown.dst),
+            )  # fmt: skip
+            when = format_html("{}{}", when, marks)
         if shown.excluded_by is None:
             items.append(format_html("<li>{}</li>", when))
         else:

@@ -168,7 +168,7 @@ def init_admin(
         sessionmaker(bind=api.store.engine, autoflush=False, expire_on_commit=False)
     )
     access = Access(is_accessible, on_refused)
-    fires = FireView(session, access, category=category)
+    fires = FireView(session, access, category=category, schedules=api)
     schedule_view = ScheduleView(
         api,
         session,

@@ -1,19 +1,23 @@
 """The fire history view: read-only, newest slot first, with lag and outcome (a backfill's fires
 say so, as ``dbeat history`` does), and what the worker hook reported about each run (status,
-start, run time, worker, error); filtered to one schedule by the links of the schedules view."""
+start, run time, worker, error); filtered to one schedule by the links of the schedules view.
+Each slot's row links to its explanation (``dbeat explain``: why it did or did not fire)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
-from flask import g, url_for
+from flask import abort, g, request, url_for
+from flask_admin import expose
 from flask_admin.contrib.sqla import filters as sqla_filters
 from markupsafe import Markup
 from typing_extensions import Unpack
 
-from ...api import FireInfo
+from ...api import FireInfo, Schedules
+from ...core.errors import DBeatError
 from ...core.fires import FireStatus, RunStatus
+from ...core.formats import parse_instant
 from ...core.origins import BACKFILL_ORIGIN
 from ...store.models import Fire, Schedule
 from .base import (
@@ -91,6 +95,13 @@ def _ran(view: FireView, context: Any, fire: Fire, name: str) -> str:
     return "" if taken is None else duration(taken)
 
 
+def _explain(view: FireView, context: Any, fire: Fire, name: str) -> Markup | str:
+    if fire.manual or view.schedules is None:  # a run now is no slot
+        return ""
+    url = url_for(f"{view.endpoint}.explain_view", id=fire.id)
+    return Markup('<a href="{}" class="dbeat-explain">why?</a>').format(url)
+
+
 def _errors(view: FireView, context: Any, fire: Fire, name: str) -> str:
     return " / ".join(e for e in (fire.error, fire.run_error) if e)
 
@@ -118,6 +129,7 @@ class FireView(DBeatView):
         "runtime",
         "worker",
         "error",
+        "explain",
     )
     column_details_list = (
         "schedule",
@@ -141,8 +153,10 @@ class FireView(DBeatView):
         "runtime",
         "worker",
         "run_error",
+        "explain",
     )
     column_labels: ClassVar[dict[str, str]] = {
+        "explain": "Explain",
         "sent_at": "Published",
         "lag": "Lag",
         "status": "Outcome",
@@ -187,6 +201,7 @@ class FireView(DBeatView):
         "run_status": _run,
         "runtime": _ran,
         "error": _errors,
+        "explain": _explain,
     }
     #: The detail page shows the publish error and the run error in their own rows.
     column_formatters_detail: ClassVar[dict[str, Any]] = {
@@ -195,6 +210,7 @@ class FireView(DBeatView):
 
     row_model = Fire
     default_name, default_endpoint, default_url = "Fire history", FIRES_ENDPOINT, "fires"
+    explain_template = "celery_dbeat/explain.html"
 
     def __init__(
         self,
@@ -202,10 +218,44 @@ class FireView(DBeatView):
         access: Access,
         *,
         schedules_endpoint: str = SCHEDULES_ENDPOINT,
+        schedules: Schedules | None = None,
         **where: Unpack[Where],
     ) -> None:
         self.schedules_endpoint = schedules_endpoint
+        #: The API the explanations are read through (``None``: no explanation links).
+        self.schedules = schedules
         super().__init__(session, access, **where)
+
+    @expose("/explain/")
+    def explain_view(self) -> Any:
+        """Why a slot did or did not fire (:meth:`Schedules.explain`): the slot of the fire
+        ``?id=``, or ``?schedule=NAME`` and ``?slot=INSTANT`` (without a slot: its latest)."""
+        if self.schedules is None:
+            abort(404)
+        name, slot = request.args.get("schedule"), request.args.get("slot")
+        if "id" in request.args:
+            key = self.key_of(request.args["id"])
+            fire = None if key is None else self.load(key)
+            if fire is None or fire.manual:
+                abort(404)
+            name = self.session.scalar(
+                sa.select(Schedule.name).where(Schedule.id == fire.schedule_id)
+            )
+            slot = fire.slot.isoformat()
+        self.end_read()
+        if not name:
+            abort(404)
+        try:
+            said = self.schedules.explain(name, slot=None if not slot else parse_instant(slot))
+        except (DBeatError, LookupError, ValueError) as exc:
+            return self.render(self.explain_template, name=name, error=str(exc), said=None), 404
+        return self.render(
+            self.explain_template,
+            name=name,
+            said=said,
+            error=None,
+            history_url=self.history_url(name),
+        )
 
     def history_url(self, schedule: str) -> str:
         """The history page filtered to one schedule."""

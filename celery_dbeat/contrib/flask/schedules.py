@@ -241,6 +241,7 @@ class ScheduleView(ScheduleWrites):
             "history_url": self.history.history_url(row.name),
             "preview": [],
             "preview_removes": False,
+            "preview_dst": False,
             "preview_error": None,
             "unreadable": problem.form_note() if problem is not None else None,
         }
@@ -248,9 +249,16 @@ class ScheduleView(ScheduleWrites):
         try:
             slots = self.schedules.preview(row.name, count=count)
             overview["preview"] = [
-                (instant(p.slot), local_instant(p.slot, zone), p.excluded_by) for p in slots
+                (
+                    instant(p.slot),
+                    local_instant(p.slot, zone),
+                    p.excluded_by,
+                    [(note.mark(p.slot), note.text) for note in p.dst],
+                )
+                for p in slots
             ]
             overview["preview_removes"] = any(p.excluded_by for p in slots)
+            overview["preview_dst"] = any(p.dst for p in slots)
         except (DBeatError, LookupError, ValueError) as exc:
             overview["preview_error"] = str(exc)
         return overview

@@ -9,14 +9,15 @@ validates the same way.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Protocol
 
 from ..errors import ValidationError, one_of
-from .cron import CronSpec, DstFold, DstGap
+from .cron import CronSpec
+from .dst import DstChange, DstFold, DstGap, DstNote
 from .interval import IntervalSpec
 from .once import OnceSpec
 from .rrule import RruleSpec
@@ -24,8 +25,10 @@ from .solar import SolarSpec
 
 __all__ = [
     "CronSpec",
+    "DstChange",
     "DstFold",
     "DstGap",
+    "DstNote",
     "IntervalSpec",
     "OnceSpec",
     "RruleSpec",
@@ -39,6 +42,7 @@ __all__ = [
 
 _ONE_MICROSECOND = timedelta(microseconds=1)
 _ONE_SECOND = timedelta(seconds=1)
+_ONE_DAY = timedelta(days=1)
 
 
 class SpecKind(str, enum.Enum):
@@ -58,6 +62,11 @@ class Spec(Protocol):
     def count(self, after: datetime, until: datetime) -> int:
         """How many slots lie in ``(after, until]``, without walking them one by one where the
         spec allows (a catch-up after a long outage counts slots it does not publish)."""
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """The wall times the spec names that a DST change moved (a gap) or repeated (a fold),
+        whose note (:attr:`DstNote.at`) lies in ``(after, until]``, each saying where it fires
+        (:func:`.dst.notes`); empty for specs of elapsed time."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,34 @@ class Timing:
         if until <= after:
             return 0
         return self.spec.count(after, until)
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """The spec's DST notes (:meth:`Spec.dst_notes`) of ``(after, until]`` within the bounds."""
+        return [
+            note
+            for note in self.spec.dst_notes(after, until)
+            if (self.start_at is None or note.at >= self.start_at)
+            and (self.end_at is None or note.at <= self.end_at)
+        ]
+
+    def dst_marks(self, slots: Sequence[datetime]) -> list[tuple[DstNote, ...]]:
+        """For each of ``slots`` (ascending), the notes of the wall times that fire at it.
+
+        Notes are looked for around the slots only (a yearly schedule's 10,000 slots span
+        millennia): over runs of slots less than two days apart, from a day before each run (a
+        fold fired at both copies is one note, placed at its first)."""
+        runs: list[list[datetime]] = []
+        for slot in slots:
+            if runs and slot - runs[-1][-1] < 2 * _ONE_DAY:
+                runs[-1].append(slot)
+            else:
+                runs.append([slot])
+        notes = [note for run in runs for note in self.dst_notes(run[0] - _ONE_DAY, run[-1])]
+        return [tuple(note for note in notes if slot in note.fires) for slot in slots]
+
+    def is_slot(self, instant: datetime) -> bool:
+        """Whether ``instant`` is one of the spec's slots (bounds aside)."""
+        return next(self.spec.slots_after(instant - _ONE_MICROSECOND), None) == instant
 
     def last_before(self, before: datetime, floor: datetime) -> datetime | None:
         """The last slot in ``(floor, before)``, found by walking ever longer stretches back

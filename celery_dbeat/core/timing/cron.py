@@ -10,13 +10,16 @@ means in UTC, so DST behaviour is ours (``SEMANTICS.md``), not the library's:
   minutes fire in both copies (``both``);
 * several local slots that resolve to the same UTC instant fire once.
 
-``dst_gap`` and ``dst_fold`` override the defaults per schedule.
+``dst_gap`` and ``dst_fold`` override the defaults per schedule. Each wall time is resolved by
+:mod:`.dst` (shared with any spec of local wall times), which also gives the schedule's DST notes
+(:meth:`CronSpec.dst_notes`).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
@@ -26,9 +29,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, CroniterError, croniter
 
 from ..errors import ValidationError, one_of
-from . import walltimes
+from . import dst, walltimes
 from .cronfields import FIELD_NAMES, never_matches, read
-from .zoned import DstFold, DstGap, WallClock
+from .dst import DstFold, DstGap
+from .zoned import WallClock
 
 __all__ = ["HOST_DEPENDENT_ZONE", "CronSpec", "DstFold", "DstGap", "load_zone"]
 
@@ -36,9 +40,6 @@ UTC = timezone.utc
 
 #: Column size of the stored zone name.
 MAX_ZONE = 64
-# Offset changes between two instants are looked for at this spacing (tzdb's changes of one zone
-# lie days apart).
-_TRANSITION_PROBE = timedelta(hours=6)
 _SECOND = timedelta(seconds=1)
 _DAY = timedelta(days=1)
 #: How far :meth:`CronSpec.slots_after` looks ahead for the zone's next offset change at a time.
@@ -204,7 +205,7 @@ class CronSpec(WallClock):
         # again costs several times the few steps a walk usually takes.
         walker = copy.copy(walltimes.expanded(self.fields, self.day_or))
         walker.set_current(local_start, force=True)
-        return self.resolved(_walls(walker), after)
+        return self.resolved(_found(walker), after)
 
     def count(self, after: datetime, until: datetime) -> int:
         """How many slots lie in ``(after, until]``, without walking them one by one.
@@ -252,19 +253,17 @@ class CronSpec(WallClock):
 
     def _changes(self, start: datetime, end: datetime) -> Iterator[tuple[datetime, timedelta]]:
         """Offset changes of the zone in ``[start, end]``: ``(instant, size)``, ascending."""
-        if self.zone.key in ("UTC", "Etc/UTC"):
-            return
-        probe, offset = start, start.astimezone(self.zone).utcoffset()
-        while probe < end:
-            nxt = min(probe + _TRANSITION_PROBE, end)
-            following = nxt.astimezone(self.zone).utcoffset()
-            if following != offset:
-                size = (following or timedelta(0)) - (offset or timedelta(0))
-                yield self._transition(probe, nxt), abs(size)
-            probe, offset = nxt, following
+        for change, size in dst.offset_changes(self.zone, start, end):
+            yield change, abs(size)
+
+    def _walls(self, low: datetime, high: datetime) -> Iterator[datetime]:
+        """The naive wall times the expression matches in ``[low, high)``, ascending."""
+        walker = copy.copy(walltimes.expanded(self.fields, self.day_or))
+        walker.set_current(low - _SECOND, force=True)
+        return itertools.takewhile(lambda wall: wall < high, _found(walker))
 
 
-def _walls(walker: croniter) -> Iterator[datetime]:
+def _found(walker: croniter) -> Iterator[datetime]:
     """The wall times croniter finds from where ``walker`` stands, until it finds none."""
     while True:
         try:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from ..errors import ValidationError
+from .dst import DstNote
 
 __all__ = ["MIN_EVERY", "IntervalSpec"]
 
@@ -45,6 +46,10 @@ class IntervalSpec:
     def _index_after(self, after: datetime) -> int:
         """``n`` of the first slot after ``after``."""
         return max(_micros(after - self.anchor) // _micros(self.every) + 1, 1)
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """None: elapsed time has no wall times for a DST change to move."""
+        return []
 
     def count(self, after: datetime, until: datetime) -> int:
         """How many slots lie in ``(after, until]``."""

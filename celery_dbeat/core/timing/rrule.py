@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import heapq
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from typing import Any
@@ -42,7 +42,8 @@ from dateutil.relativedelta import relativedelta
 from dateutil.rrule import rrulestr
 
 from ..errors import ValidationError, one_of
-from .zoned import DstFold, DstGap, WallClock
+from .dst import DstFold, DstGap
+from .zoned import WallClock
 
 __all__ = ["HORIZON_YEARS", "MAX_COUNT", "MAX_TEXT", "RruleSpec", "zone_of"]
 
@@ -157,6 +158,21 @@ class RruleSpec(WallClock):
             if rule.until is not None and slot > rule.until:
                 return
             yield slot
+
+    def _walls(self, low: datetime, high: datetime) -> Iterator[datetime]:
+        """The wall times of the set in ``[low, high)`` (naive local), ascending, each once."""
+        streams: list[Iterable[datetime]] = [
+            (w for w in rule.walls(low) if rule.until is None or self._floor(w) <= rule.until)
+            for rule in self.rules
+        ]
+        streams.append(wall for wall in self.dates if wall >= low)
+        last = None
+        for wall in heapq.merge(*streams):
+            if wall >= high:
+                return
+            if wall != last and wall not in self.excluded:
+                last = wall
+                yield wall
 
     def count(self, after: datetime, until: datetime) -> int:
         total = 0

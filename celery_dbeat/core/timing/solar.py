@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ValidationError
+from .dst import DstNote
 
 __all__ = ["EVENTS", "MAX_SEARCH_DAYS", "SolarSpec"]
 
@@ -82,6 +83,10 @@ class SolarSpec:
         """
         base = _EPOCH - timedelta(seconds=round(self.longitude * 240))
         return base + (instant - base) // _DAY * _DAY
+
+    def dst_notes(self, after: datetime, until: datetime) -> list[DstNote]:
+        """None: elapsed time has no wall times for a DST change to move."""
+        return []
 
     def count(self, after: datetime, until: datetime) -> int:
         """How many events lie in ``(after, until]``: walked, since there is at most one a day."""

@@ -18,7 +18,12 @@ NEW_YORK = ["--cron", "30 2 * * *", "--tz", "America/New_York"]
 def test_preview_of_the_new_york_example_prints_one_utc_instant_a_line(cli: Cli) -> None:
     out = cli.ok("preview", *NEW_YORK, "--after", "2024-03-09T00:00:00Z", "--count", "3")
 
-    assert out == "2024-03-09T07:30:00Z\n2024-03-10T07:00:00Z\n2024-03-11T06:30:00Z\n"
+    assert out.splitlines() == [
+        "2024-03-09T07:30:00Z",
+        "2024-03-10T07:00:00Z  DST: 02:30 did not exist: moved to the end of the gap"
+        " (dst_gap=gap_end)",
+        "2024-03-11T06:30:00Z",
+    ]
 
 
 def test_preview_verbose_adds_the_local_time_in_the_schedules_zone(cli: Cli) -> None:
@@ -26,7 +31,8 @@ def test_preview_verbose_adds_the_local_time_in_the_schedules_zone(cli: Cli) -> 
 
     assert out.splitlines() == [
         "2024-03-09T07:30:00Z  2024-03-09T02:30:00-05:00 EST",
-        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT",
+        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT  DST: 02:30 did not exist: moved to"
+        " the end of the gap (dst_gap=gap_end)",
         "2024-03-11T06:30:00Z  2024-03-11T02:30:00-04:00 EDT",
     ]
 
@@ -57,7 +63,8 @@ def test_preview_of_a_stored_schedule_uses_its_zone_and_bounds(cli: Cli) -> None
 
     assert out.splitlines() == [
         "2024-03-09T07:30:00Z  2024-03-09T02:30:00-05:00 EST",
-        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT",
+        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT  DST: 02:30 did not exist: moved to"
+        " the end of the gap (dst_gap=gap_end)",
     ]
 
 
