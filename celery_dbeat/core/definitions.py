@@ -209,10 +209,6 @@ class Definition:
         _bounded_whole(fields, "history_limit", 1, MAX_HISTORY_LIMIT)
         calendar = fields.get("calendar")
         kwargs, options = fields.get("kwargs"), fields.get("options")
-        parsed_kwargs = parse_kwargs({} if kwargs is None else kwargs)
-        slot_kwarg, previous_slot_kwarg = check_slot_kwargs(
-            fields.get("slot_kwarg"), fields.get("previous_slot_kwarg"), parsed_kwargs
-        )
         checked: dict[str, Any] = {
             **fields,
             "misfire_policy": _choice(fields, "misfire_policy", MisfirePolicy),
@@ -226,11 +222,12 @@ class Definition:
             else check_calendar_name(calendar, "calendar"),
             "spec": _spec_fields(schedule),
             "args": parse_args(fields.get("args", [])),
-            "kwargs": parsed_kwargs,
+            "kwargs": parse_kwargs({} if kwargs is None else kwargs),
             "options": parse_options({} if options is None else options),
-            "slot_kwarg": slot_kwarg,
-            "previous_slot_kwarg": previous_slot_kwarg,
         }
+        checked["slot_kwarg"], checked["previous_slot_kwarg"] = check_slot_kwargs(
+            fields.get("slot_kwarg"), fields.get("previous_slot_kwarg"), checked["kwargs"]
+        )
         definition = cls(name=name, task=task, **checked)
         definition.timing(anchor_at=definition.start_at or _SOME_ANCHOR)
         return definition

@@ -45,7 +45,8 @@ def test_an_ad_hoc_rule_is_previewed_in_the_zone_its_dtstart_names(cli: Cli) -> 
     )
 
     assert out.splitlines() == [
-        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT",  # 02:30 did not exist
+        "2024-03-10T07:00:00Z  2024-03-10T03:00:00-04:00 EDT  "
+        "DST: 02:30 did not exist: moved to the end of the gap (dst_gap=gap_end)",
         "2024-03-11T06:30:00Z  2024-03-11T02:30:00-04:00 EDT",
     ]
 
