@@ -73,9 +73,6 @@ _RANGES = {
     "BYSETPOS": (-366, 366),
 }
 _STAMP = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?\Z")
-# A walk starts this much before the wall time of the instant it follows: an earlier wall time
-# can resolve to a later instant near an offset change (see WallClock.lookback).
-_MARGIN = timedelta(days=2)
 
 
 @dataclass(frozen=True)
@@ -141,7 +138,7 @@ class RruleSpec(WallClock):
         """Slots strictly after ``after``, ascending, as aware UTC datetimes, each once."""
         after = after.astimezone(UTC)
         start = after.astimezone(self.zone).replace(tzinfo=None, fold=0)
-        start -= self.lookback(after) + _MARGIN
+        start -= self.lookback(after)
         streams = [self._rule_slots(rule, start, after) for rule in self.rules]
         dates = (wall for wall in self.dates if wall >= start and wall not in self.excluded)
         streams.append(self.resolved(dates, after))
