@@ -151,6 +151,11 @@ class ScheduleRow:
     #: Read by the worker hook and the prune, not by planning; here as every field is.
     pause_after_failures: int | None = None
     history_limit: int | None = None
+    #: Read by the worker hook and the beat's alerts, not by planning.
+    alert_after_failures: int | None = None
+    alert_deadline: float | None = None
+    alert_task: str | None = None
+    alert_webhook: str | None = None
     #: The last edit, pause or resume: slots due before it were not due as the row is now.
     updated_at: datetime | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps

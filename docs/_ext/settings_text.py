@@ -78,4 +78,17 @@ MEANINGS = {
     ),
     "dbeat_instance_name": "this beat's name in the fire history and logs",
     "dbeat_clock_offset": "added to this beat's clock; only for simulating skewed hosts in tests",
+    "dbeat_alert_task": (
+        "the Celery task alerts are sent to, for schedules without an `alert_task` of their own "
+        "(see [Alerts](../how-to/alerts.md))"
+    ),
+    "dbeat_alert_webhook": (
+        "an http(s) URL alerts are POSTed to as JSON, for schedules without an `alert_webhook` "
+        "of their own"
+    ),
+    "dbeat_alert_webhook_timeout": "how long a webhook may take to answer one alert",
+    "dbeat_alert_retries": (
+        "how many times a failed alert delivery is retried (10 s, then twice as long each "
+        "time, up to 10 min) before it is given up and logged as an ERROR"
+    ),
 }

@@ -26,8 +26,9 @@ It is configured only from environment variables, which :mod:`tests.e2e.harness`
     JSON object ``{name: {"cron": expr} | {"every": seconds}}``. Each becomes a
     ``beat_schedule`` entry sending ``e2e.record(name)``. A spec may also hold the entry keys
     ``start_at`` (ISO-8601 with an offset), ``misfire_policy``, ``misfire_grace`` and
-    ``catchup_limit``, ``overlap_policy``, ``max_run_time``, and ``task`` (``e2e.sleep`` or
-    ``e2e.fail`` instead of ``e2e.record``) with extra ``args`` after the schedule name.
+    ``catchup_limit``, ``overlap_policy``, ``max_run_time``, the alert fields, and ``task``
+    (``e2e.sleep``, ``e2e.fail`` or ``e2e.flaky`` instead of ``e2e.record``) with extra ``args``
+    after the schedule name.
 
 Every message a beat publishes carries the headers ``dbeat_e2e_published_at`` (the beat's
 ``time.time()`` as it sends it) and ``dbeat_e2e_published_by`` (its ``dbeat_instance_name``),
@@ -64,12 +65,20 @@ ENTRY_KEYS = (
     "max_run_time",
     "pause_after_failures",
     "history_limit",
+    "alert_after_failures",
+    "alert_deadline",
+    "alert_task",
 )
 
 
 def received_key(prefix: str) -> str:
     """Redis list of one JSON object per message the worker executed (see ``record``)."""
     return f"{prefix}e2e:received"
+
+
+def alerts_key(prefix: str) -> str:
+    """Redis list of one JSON object per alert task the worker executed (see ``alert``)."""
+    return f"{prefix}e2e:alerts"
 
 
 def ready_key(prefix: str) -> str:
@@ -214,6 +223,21 @@ def fail(self: Any, schedule_name: str) -> None:
     """A task that is recorded, then fails."""
     _record(self.request, schedule_name)
     raise RuntimeError(f"{schedule_name} failed on purpose")
+
+
+@app.task(bind=True, name="e2e.flaky")
+def flaky(self: Any, schedule_name: str, failures: int) -> None:
+    """A task that fails its first ``failures`` runs (counted in Redis), then succeeds."""
+    _record(self.request, schedule_name)
+    if _redis().incr(f"{PREFIX}e2e:flaky:{schedule_name}") <= failures:
+        raise RuntimeError(f"{schedule_name} failed on purpose")
+
+
+@app.task(bind=True, name="e2e.alert")
+def alert(self: Any, /, **payload: Any) -> None:
+    """An alert task: appends its task id and keyword arguments (see ``alerts_key``)."""
+    entry = {"task_id": self.request.id, "kwargs": payload, "received_at": time.time()}
+    _redis().rpush(alerts_key(PREFIX), json.dumps(entry))
 
 
 if os.environ.get("DBEAT_E2E_PUBLISH_DELAY"):

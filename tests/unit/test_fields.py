@@ -121,6 +121,10 @@ EVERY_FIELD: ScheduleFields = {
     "calendar": "uk-holidays",
     "pause_after_failures": 3,
     "history_limit": 20,
+    "alert_after_failures": 2,
+    "alert_deadline": 900.0,
+    "alert_task": "proj.tasks.on_alert",
+    "alert_webhook": "https://hooks.example.com/dbeat?token=x",
 }
 
 
