@@ -40,9 +40,11 @@ logger = get_logger(__name__)
 #: ``send(task name, keyword arguments, alert id)``: publish the alert task (the scheduler's).
 SendAlertTask = Callable[[str, dict[str, Any], str], None]
 
-#: Alerts leased at once; the lease covers each one's slowest delivery.
-_BATCH = 10
-_PUBLISH_BOUND = timedelta(seconds=15)
+#: Alerts leased at once; the lease covers each one's slowest delivery (the webhook's timeout,
+#: and a task publish, whose retries take a few seconds), and some slack.
+_BATCH = 5
+_PUBLISH_BOUND = timedelta(seconds=2)
+_SLACK = timedelta(seconds=15)
 
 
 def post_webhook(url: str, payload: dict[str, Any], alert_id: str, timeout: float) -> None:
@@ -84,7 +86,7 @@ class Alerts(Part):
     @property
     def lease(self) -> timedelta:
         timeout = self.settings.alert_webhook_timeout
-        return _BATCH * (timeout + _PUBLISH_BOUND) + timedelta(seconds=30)
+        return _BATCH * (timeout + _PUBLISH_BOUND) + _SLACK
 
     def step(self, now: datetime) -> None:
         """Look for missed deadlines, then, unless the delivery thread is still busy, lease the

@@ -196,7 +196,9 @@ def _step_alert(
     if after.raised is None:
         return None
     episodes[schedule_id] = (after.open_kind, after.open_slot)
-    episode = open_slot if after.raised is AlertKind.RECOVERED else slot
+    # A recovery is named by the episode it ends (its slot lost only to a hand edit).
+    ended = after.raised is AlertKind.RECOVERED and open_slot is not None
+    episode = open_slot if ended else slot
     return raise_alert(
         conn,
         schedule=row,

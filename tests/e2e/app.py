@@ -129,10 +129,20 @@ if "faketime" in os.environ.get("LD_PRELOAD", ""):
 
     time.sleep = _sleep
 
+#: ``DBEAT_E2E_VISIBILITY_TIMEOUT``: seconds after which a Redis broker hands a message a killed
+#: worker took (and had not acknowledged: ``acks_late`` tasks) to another worker.
+_VISIBILITY = (
+    {"visibility_timeout": float(os.environ["DBEAT_E2E_VISIBILITY_TIMEOUT"])}
+    if os.environ.get("DBEAT_E2E_VISIBILITY_TIMEOUT")
+    else {}
+)
+
 app = Celery("dbeat_e2e")
 app.conf.update(
     broker_url=BROKER_URL,
-    broker_transport_options={"global_keyprefix": PREFIX} if is_redis_url(BROKER_URL) else {},
+    broker_transport_options=(
+        {"global_keyprefix": PREFIX, **_VISIBILITY} if is_redis_url(BROKER_URL) else {}
+    ),
     broker_connection_retry_on_startup=True,
     task_default_queue=QUEUE,
     task_ignore_result=True,
@@ -233,9 +243,10 @@ def flaky(self: Any, schedule_name: str, failures: int) -> None:
         raise RuntimeError(f"{schedule_name} failed on purpose")
 
 
-@app.task(bind=True, name="e2e.alert")
+@app.task(bind=True, name="e2e.alert", acks_late=True, reject_on_worker_lost=True)
 def alert(self: Any, /, **payload: Any) -> None:
-    """An alert task: appends its task id and keyword arguments (see ``alerts_key``)."""
+    """An alert task: appends its task id and keyword arguments (see ``alerts_key``).
+    Acknowledged once done, so that a worker killed while it holds one leaves it to another."""
     entry = {"task_id": self.request.id, "kwargs": payload, "received_at": time.time()}
     _redis().rpush(alerts_key(PREFIX), json.dumps(entry))
 

@@ -6,7 +6,9 @@ recorded per episode, none lost, every copy delivered under the alert's id."""
 from __future__ import annotations
 
 import json
-from collections import Counter
+import random
+import time
+from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
@@ -127,3 +129,72 @@ def test_a_slot_no_worker_runs_by_its_deadline_alerts_and_the_first_run_after_re
     missed = received[0]["kwargs"]
     assert (missed["schedule"], missed["episode"]) == ("hourly-export", missed["slot"])
     check_ids(harness, received)
+
+
+@pytest.mark.parametrize("e2e_database_url", ["postgresql"], indirect=True)
+def test_alerts_under_sigkill_of_beats_and_workers_are_recorded_once_and_none_is_lost(
+    harness: Harness, tracked: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three beats, two workers; beats killed (SIGKILL) and restarted every second or two while
+    six schedules fail twice and recover, and a worker killed once their alerts are flowing."""
+    monkeypatch.setenv("DBEAT_E2E_VISIBILITY_TIMEOUT", "5")
+    names = [f"flaky-{i}" for i in range(6)]
+    flaky = {"task": "e2e.flaky", "args": [2], "alert_after_failures": 2, "alert_task": "e2e.alert"}
+    # A short webhook timeout makes a short lease: a killed beat's alerts go to another sooner.
+    harness.configure({name: {**every(2), **flaky} for name in names}, alert_webhook_timeout=1)
+    workers = [harness.start_worker(), harness.start_worker()]
+    beats = [harness.start_beat(f"beat-{i}") for i in range(3)]
+    harness.wait_ready()
+    rng = random.Random(29)
+    deadline = time.monotonic() + 30
+    worker_killed = False
+    while time.monotonic() < deadline:
+        victim = rng.randrange(len(beats))
+        harness.kill(beats[victim])
+        beats[victim] = harness.restart(beats[victim], f"beat-{victim}-{rng.randrange(10**6)}")
+        failing = Counter(r["kind"] for r in recorded_alerts(harness))["failing"]
+        if not worker_killed and failing == len(names):
+            harness.kill(workers[0])
+            workers[0] = harness.start_worker()
+            worker_killed = True
+        time.sleep(rng.uniform(0.5, 1.5))
+    assert worker_killed
+
+    def settled() -> bool:
+        recorded = recorded_alerts(harness)
+        got = {entry["task_id"] for entry in received_alerts(harness)}
+        return bool(recorded) and all(
+            row["delivered_at"] is not None and row["alert_id"] in got for row in recorded
+        )
+
+    try:
+        harness.wait_until(settled, timeout=120, what="every alert recorded delivered and received")
+    except AssertionError:
+        got = Counter(entry["task_id"] for entry in received_alerts(harness))
+        print(
+            [
+                (r["kind"], r["alert_id"][:8], r["attempts"], r["delivered_at"])
+                for r in recorded_alerts(harness)
+            ]
+        )
+        print(got)
+        raise
+    for beat in harness.beats():
+        harness.stop(beat)
+
+    by_schedule: dict[str, list[str]] = defaultdict(list)
+    query = sa.text(
+        "SELECT schedule_name, kind FROM dbeat_alerts ORDER BY schedule_name, raised_at, id"
+    )
+    with harness.engine.connect() as conn:
+        for name, kind in conn.execute(query):
+            by_schedule[name].append(kind)
+    # One episode per schedule: its failing alert and its recovery, once each.
+    assert by_schedule == {name: ["failing", "recovered"] for name in names}
+    received = received_alerts(harness)
+    check_ids(harness, received)
+    copies = Counter(entry["task_id"] for entry in received)
+    print(
+        f"alerts: {sum(len(k) for k in by_schedule.values())} recorded, {len(received)} "
+        f"received, {sum(n - 1 for n in copies.values())} repeat(s) under the same id"
+    )
