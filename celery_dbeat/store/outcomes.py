@@ -136,6 +136,8 @@ def count_outcomes(conn: Connection, outcomes: Outcomes, runs: Sequence[dict[str
                 reached.setdefault(schedule_id, run)
         else:
             continue  # a failure reported again
+        if succeeded and outcomes.before.get(run["t_id"]) == RunStatus.SUCCEEDED.value:
+            continue  # a success reported again does not end a later episode
         raised = _step_alert(conn, outcomes, episodes, schedule_id, run, counts[schedule_id])
         if raised is not None:
             alerts.append(raised)

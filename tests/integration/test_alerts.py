@@ -95,6 +95,21 @@ def test_two_failed_runs_raise_one_alert_and_the_next_success_one_recovery(
     assert [tuple(t) for t in trail] == [("w1", "worker", "alert")] * 2
 
 
+def test_a_success_reported_again_does_not_end_a_later_episode(
+    store: Store, tables: Tables
+) -> None:
+    tables.sync([nightly(alert_after_failures=1)], at("09:30"))
+    for hour in ("10", "11", "12"):
+        fire(store, tables, f"t{hour}", at(f"{hour}:00"))
+    record_runs(store.engine, [ended("t10", True, at("10:01"))])
+    record_runs(store.engine, [ended("t11", False, at("11:01"))])
+    # The 10:00 message redelivered to a second worker, which reports its success again.
+    record_runs(store.engine, [ended("t10", True, at("11:30"))])
+    assert [a[0] for a in alerts(store)] == ["failing"]
+    record_runs(store.engine, [ended("t12", True, at("12:01"))])
+    assert [a[0] for a in alerts(store)] == ["failing", "recovered"]
+
+
 def race(callables: list[Callable[[], Any]]) -> None:
     """Run each at once in its own thread, released together; re-raise the first error."""
     start = threading.Barrier(len(callables))
