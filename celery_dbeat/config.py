@@ -24,8 +24,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from .core.definitions import check_webhook
 from .core.durations import parse_duration
-from .core.errors import ConfigurationError, DBeatError
+from .core.errors import ConfigurationError, DBeatError, ValidationError
 from .core.misfire import MisfirePolicy, MisfireRules
 from .core.suggestions import did_you_mean
 from .core.urls import mask_url
@@ -172,6 +173,14 @@ class Settings:
     #: Signs ``celery dbeat admin``'s session cookie (its forms' CSRF tokens); ``None``: a random
     #: key per process, so a restart asks each open form to be loaded again.
     admin_secret_key: str | None = field(default=None, repr=False)
+    #: Alerts (``celery_dbeat.core.alerts``): the Celery task and the webhook (an http(s) URL)
+    #: they go to for schedules that name none of their own; how long a webhook may take to
+    #: answer; how many times a failed delivery is retried (with a growing delay) before it is
+    #: given up.
+    alert_task: str | None = None
+    alert_webhook: str | None = None
+    alert_webhook_timeout: timedelta = timedelta(seconds=5)
+    alert_retries: int = 5
 
     @classmethod
     def from_app(cls, app: Any) -> Settings:
@@ -402,6 +411,19 @@ def _validate(name: str, value: Any) -> Any:
         # 0 (or None) keeps history forever.
         kept = None if value is None else _duration(key, value, allow_zero=True)
         return kept or None
+    if name == "alert_task":
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigurationError(key, value, "must be a task name, or None")
+        return value
+    if name == "alert_webhook":
+        try:
+            return check_webhook(value, key)
+        except ValidationError as exc:
+            raise ConfigurationError(key, value, exc.problem) from None
+    if name == "alert_retries":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+            raise ConfigurationError(key, value, "must be a whole number from 0 to 100")
+        return value
     if name == "metrics_port":
         if value is None:
             return None
@@ -417,7 +439,13 @@ def _validate(name: str, value: Any) -> Any:
             raise ConfigurationError(key, value, str(exc)) from None
     if name == "misfire_tolerance":
         return _duration(key, value, allow_zero=True)
-    if name in ("lock_ttl", "max_interval", "publish_retry_window", "max_run_time"):
+    if name in (
+        "lock_ttl",
+        "max_interval",
+        "publish_retry_window",
+        "max_run_time",
+        "alert_webhook_timeout",
+    ):
         return _duration(key, value)
     if name == "batch_size":
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -62,6 +62,12 @@ class ScheduleInfo:
     #: The keywords its fires pass their slot and the previous slot under (``None``: not passed).
     slot_kwarg: str | None
     previous_slot_kwarg: str | None
+    #: Alerts (``celery_dbeat.core.alerts``): after how many failed runs in a row, how many
+    #: seconds after its slot a run must have succeeded, the task and webhook they go to.
+    alert_after_failures: int | None
+    alert_deadline: float | None
+    alert_task: str | None
+    alert_webhook: str | None
     #: The exclusion calendar's name (``Schedules.calendars``), or ``None``.
     calendar: str | None
     next_run_at: datetime | None
@@ -84,6 +90,10 @@ class ScheduleInfo:
     #: yet). A backfill leaves the slots at or before it that have no record unless asked to
     #: resend them.
     pruned_until: datetime | None = None
+    #: The alert episode the schedule is in (``failing``, ``missed``) and the slot that opened
+    #: it; ``None`` when not in alert (its runs succeed again).
+    alert_kind: str | None = None
+    alert_episode: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ScheduleInfo:

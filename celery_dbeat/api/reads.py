@@ -19,7 +19,7 @@ from ..core.health import ScheduleHealth, judge
 from ..core.load import Load
 from ..core.timing import DstNote, Timing, require_aware
 from ..results import BeatInfo, FireInfo, ScheduleInfo
-from ..store import audit, beats, fires, queue, schedules
+from ..store import alerts, audit, beats, fires, queue, schedules
 from ..store import load as load_store
 from ..store.audit import Entry
 from ..store.calendars import load_calendar
@@ -86,6 +86,12 @@ class Reads(Session):
         """Schedules marked with an error, by name."""
         with self.store.engine.connect() as conn:
             return [ScheduleInfo.from_row(row) for row in schedules.failing_schedules(conn)]
+
+    def in_alert(self) -> builtins.list[ScheduleInfo]:
+        """Schedules in alert (``alert_kind``: ``failing`` or ``missed``; ``alert_episode``:
+        the slot that opened it), by name."""
+        with self.store.engine.connect() as conn:
+            return [ScheduleInfo.from_row(row) for row in alerts.alerting_schedules(conn)]
 
     def counts(self) -> dict[str, int]:
         """How many schedules are ``active``, ``paused``, ``finished`` and in ``error``."""

@@ -167,10 +167,10 @@ class Schedules(Reads):
         """Change some fields (``task``, ``schedule``, ``args``, ``kwargs``, ``options``,
         ``start_at``, ``end_at``, ``max_runs``, ``misfire_policy``, ``misfire_grace``,
         ``catchup_limit``, ``jitter``, ``overlap_policy``, ``max_run_time``, ``calendar``,
-        ``pause_after_failures``, ``history_limit``, ``name`` to rename). A timing change recomputes
-        ``next_run_at`` from now; other changes keep it. A change to a schedule from
-        ``beat_schedule`` raises :class:`ConfigOwned` unless ``force`` (it then lasts until the
-        next beat start or ``dbeat sync``)."""
+        ``pause_after_failures``, ``history_limit``, the ``alert_*`` fields, ``name`` to rename).
+        A timing change recomputes ``next_run_at`` from now; other changes keep it. A change to
+        a schedule from ``beat_schedule`` raises :class:`ConfigOwned` unless ``force`` (it then
+        lasts until the next beat start or ``dbeat sync``)."""
         _check_editable(changes, _EDITABLE)
         return self._store(name, lambda row: _edited(row, changes), force, actor, "task" in changes)
 

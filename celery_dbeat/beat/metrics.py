@@ -29,6 +29,12 @@ methods do nothing, so the hot path never checks whether metrics are on.
                                                     count on every beat
 ``dbeat_schedule_last_success_timestamp_seconds``   per schedule, when a run last succeeded
   ``{schedule}``                                    (needs the worker hook)
+``dbeat_alerts_total{kind,outcome}``                alerts (``failing``, ``missed``,
+                                                    ``recovered``) by what this beat did:
+                                                    ``raised`` (a missed deadline it found),
+                                                    ``delivered``, ``retry``, ``gave_up``
+``dbeat_schedules_in_alert{kind}``                  schedules in alert now, by the kind of
+                                                    episode; the same count on every beat
 ``dbeat_beat_info{instance,version}``               1, for joining the above with a beat
 ==================================================  =========================================
 """
@@ -88,6 +94,12 @@ class Metrics:
     def paused(self, counts: Mapping[str, int]) -> None:
         pass
 
+    def alert(self, kind: str, outcome: str) -> None:
+        pass
+
+    def in_alert(self, counts: Mapping[str, int]) -> None:
+        pass
+
 
 NO_METRICS = Metrics()
 
@@ -138,6 +150,13 @@ class PrometheusMetrics(Metrics):
         for source, count in counts.items():
             self._m["paused"].labels(source=source).set(count)
 
+    def alert(self, kind: str, outcome: str) -> None:
+        self._m["alerts"].labels(kind=kind, outcome=outcome).inc()
+
+    def in_alert(self, counts: Mapping[str, int]) -> None:
+        for kind in ("failing", "missed"):
+            self._m["in_alert"].labels(kind=kind).set(counts.get(kind, 0))
+
 
 @functools.cache
 def _collectors() -> dict[str, Any]:
@@ -169,6 +188,8 @@ def _collectors() -> dict[str, Any]:
         "paused": Gauge(
             "dbeat_paused_schedules", "Schedules paused now, by what paused them.", ["source"]
         ),
+        "alerts": Counter("dbeat_alerts", "Alerts by kind and outcome.", ["kind", "outcome"]),
+        "in_alert": Gauge("dbeat_schedules_in_alert", "Schedules in alert now.", ["kind"]),
         "info": Gauge("dbeat_beat_info", "This beat.", ["instance", "version"]),
     }
 

@@ -40,6 +40,10 @@ __all__ = ["Scheduler"]
 
 logger = get_logger(__name__)
 
+#: How long the alerts' delivery thread retries the broker for one alert task (a few seconds):
+#: a delivery that fails is tried again later.
+_ALERT_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.5, "interval_step": 1.0}
+
 #: Broker connection attempts per publish before the fire is left for a later retry.
 _PUBLISH_CONNECT_RETRIES = 2
 #: Seconds between tries to reach the database at start-up (at most ``max_interval``).
@@ -131,7 +135,13 @@ class Scheduler(celery_beat.Scheduler):
                 self.dbeat.metrics_port, self.dbeat.metrics_address, self.dbeat.instance_name
             )
         self._ticker = Ticker(
-            self.store, self.lock, self._publish, self.dbeat, self.clock, metrics=metrics
+            self.store,
+            self.lock,
+            self._publish,
+            self.dbeat,
+            self.clock,
+            metrics=metrics,
+            send_alert=self._send_alert,
         )
         if self.dbeat.redis_url:
             self._listener = ChangeListener(
@@ -362,6 +372,20 @@ class Scheduler(celery_beat.Scheduler):
         except Exception:
             self._drop_connection()
             raise
+
+    def _send_alert(self, task: str, kwargs: dict[str, Any], alert_id: str) -> None:
+        """Publish alert task ``task`` (from the alerts' delivery thread, on a connection of its
+        own), its id the alert's, retrying the broker a few times only."""
+        with self.app.connection_for_write() as connection:
+            self.app.send_task(
+                task,
+                kwargs=kwargs,
+                task_id=alert_id,
+                connection=connection,
+                headers={"dbeat_alert": kwargs["kind"]},
+                retry=True,
+                retry_policy=_ALERT_RETRY_POLICY,
+            )
 
     def _drop_connection(self) -> None:
         self.__dict__.pop("producer", None)

@@ -39,6 +39,7 @@ from ..config import Settings
 from ..locks import FireLock
 from ..store import Store
 from ..store.failures import DATABASE_ERRORS, SQL_ERRORS, driver_message, is_conflict
+from .alerts import Alerts, SendAlertTask
 from .batch import OnTime
 from .metrics import NO_METRICS, Metrics
 from .outages import Outages
@@ -67,6 +68,7 @@ class Ticker:
         settings: Settings,
         clock: Clock,
         metrics: Metrics = NO_METRICS,
+        send_alert: SendAlertTask | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -79,6 +81,8 @@ class Ticker:
         self.on_time = OnTime(*shared, lock)
         self.recorded = Recorded(*shared)
         self.upkeep = Upkeep(*shared)
+        self.alerts = Alerts(*shared)
+        self.alerts.send_task = send_alert
         self.outages = Outages(*shared)
         self.fire_due = self.on_time.fire_due
         self.recover_pending = self.recorded.recover_pending
@@ -120,6 +124,7 @@ class Ticker:
                 self.upkeep.heartbeat(now)
                 self.recorded.release_buffered()
                 self.upkeep.prune_and_measure(now)
+                self.alerts.step(now)
             # Every tick, not with housekeeping: a trigger is recorded with its lease already
             # over, and the write that recorded it has just woken this beat (celery_dbeat.notify).
             self.recorded.recover_pending()
@@ -172,7 +177,9 @@ class Ticker:
         return max(0.0, min((min(wake) - self.clock.now()).total_seconds(), max_sleep))
 
     def stop(self) -> None:
-        """Remove this beat's heartbeat (best effort: the database may be down)."""
+        """Stop delivering alerts; remove this beat's heartbeat (best effort: the database may
+        be down)."""
+        self.alerts.stop()
         try:
             self.store.forget_beat(self.settings.instance_name)
         except SQL_ERRORS as exc:

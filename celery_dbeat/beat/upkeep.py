@@ -73,6 +73,10 @@ class Upkeep(Part):
             self.metrics.backlog(backlog.due)
             self.metrics.queued(backlog.queued)
             self.metrics.paused(backlog.paused)
+            in_alert: dict[str, int] = {}
+            for _name, kind, _episode in self.store.schedules_in_alert():
+                in_alert[kind] = in_alert.get(kind, 0) + 1
+            self.metrics.in_alert(in_alert)
             for name, at in self.store.recent_successes(self._successes_since):
                 self.metrics.succeeded(name, at)
                 self._successes_since = max(self._successes_since, at)

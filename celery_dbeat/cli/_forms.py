@@ -119,6 +119,23 @@ _FIELD_OPTIONS = [
         "Pass the schedule's slot before it as this keyword argument (null for the first); "
         "'' for none.",
     ),
+    # Alerts (celery_dbeat.core.alerts)
+    (
+        "--alert-after-failures",
+        "N",
+        "Alert after N consecutive failed runs, and again at the next success (worker hook).",
+    ),
+    (
+        "--alert-deadline",
+        "DURATION",
+        "Alert when a slot's run has not succeeded this long after the slot (worker hook).",
+    ),
+    ("--alert-task", "NAME", "The Celery task alerts go to (default dbeat_alert_task)."),
+    (
+        "--alert-webhook",
+        "URL",
+        "An http(s) URL alerts are POSTed to (default dbeat_alert_webhook).",
+    ),
 ]
 #: Python names of options whose flag would shadow a builtin or clash.
 _PARAM_NAME = {"--args": "args_json"}
@@ -222,6 +239,8 @@ def schedule_json(info: ScheduleInfo) -> dict[str, Any]:
         finished_at=iso(info.finished_at),
         created_at=iso(info.created_at),
         updated_at=iso(info.updated_at),
+        alert_kind=info.alert_kind,
+        alert_episode=iso(info.alert_episode),
     )
     return data
 

@@ -134,6 +134,7 @@ def status(next_count: int, as_json: bool) -> None:
         queued, oldest_queued = schedules.queued()
         upcoming = schedules.upcoming(next_count, now=now)
         failing = schedules.failing()
+        in_alert = schedules.in_alert()
         unhealthy = schedules.unhealthy(now=now)
     beat_rows = [
         {
@@ -190,6 +191,11 @@ def status(next_count: int, as_json: bool) -> None:
             for h in unhealthy
         ],
     }
+    # Schedules in alert (alert_after_failures, alert_deadline) until their next success.
+    data["in_alert"] = [
+        {"name": i.name, "task": i.task, "kind": i.alert_kind, "episode": iso(i.alert_episode)}
+        for i in in_alert
+    ]
     if as_json:
         echo_json(data)
         return
@@ -241,6 +247,13 @@ def _print_status(data: dict[str, Any], beats: list[BeatInfo], now: datetime) ->
         echo_table(
             ["  NAME", "LAST ERROR"],
             ([f"  {e['name']}", shorten(e["last_error"], 100)] for e in data["errors"]),
+        )
+    alerting = data["in_alert"]
+    if alerting:  # only when there are: most apps set no alerts
+        click.echo(f"alerts     {len(alerting)} schedule(s) in alert")
+        echo_table(
+            ["  NAME", "KIND", "SINCE SLOT (UTC)", "TASK"],
+            ([f"  {a['name']}", a["kind"], a["episode"], a["task"]] for a in alerting),
         )
     unhealthy = data["unhealthy"]
     counts_by_reason = Counter(h["reason"] for h in unhealthy)

@@ -84,6 +84,9 @@ class Action(enum.Enum):
     CALENDAR_CREATE = "calendar-create"
     CALENDAR_UPDATE = "calendar-update"
     CALENDAR_REMOVE = "calendar-remove"
+    #: An alert raised (an episode's start or end, :mod:`celery_dbeat.core.alerts`) by the
+    #: worker hook or a beat.
+    ALERT = "alert"
 
 
 #: The actions of a calendar's entries; every other action is a schedule's.
@@ -131,6 +134,9 @@ NOT_AUDITED = frozenset(
         # What the prunes and the worker hook keep: no edit of anyone's.
         "pruned_until",
         "consecutive_failures",
+        # The alert episode: the alert's own entry records it.
+        "alert_kind",
+        "alert_episode",
         # When a pause happened is the entry's own time.
         "paused_at",
     }

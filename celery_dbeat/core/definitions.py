@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 from typing_extensions import Unpack
 
@@ -122,6 +123,30 @@ def failure_note(failures: int, last_error: str | None) -> str:
     return f"{head}; last: {line}"
 
 
+def _optional_text(fields: Mapping[str, Any], key: str, limit: int) -> str | None:
+    """Text field ``key``: ``None`` or blank (a form's) is not set."""
+    value = fields.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _text(key, value, limit).strip()
+
+
+#: Longest webhook URL (the column holds 1000).
+MAX_WEBHOOK = 1000
+
+
+def check_webhook(value: Any, key: str) -> str | None:
+    """An alert webhook as stored: ``None`` (blank: not set), or an absolute ``http`` or
+    ``https`` URL with a host, of at most :data:`MAX_WEBHOOK` characters."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    url = _text(key, value, MAX_WEBHOOK).strip()
+    parsed = urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValidationError(key, value, "must be an http:// or https:// URL with a host")
+    return url
+
+
 def _bounded_whole(fields: Mapping[str, Any], key: str, least: int, most: int = MAX_WHOLE) -> None:
     value = fields.get(key)
     if value is not None and (
@@ -187,6 +212,12 @@ class Definition:
     #: passed; :mod:`celery_dbeat.core.slot_arguments`).
     slot_kwarg: str | None = None
     previous_slot_kwarg: str | None = None
+    #: Alerts (:mod:`celery_dbeat.core.alerts`): after how many failed runs in a row, how long
+    #: after its slot a run must have succeeded, and where they go (``None``: the settings').
+    alert_after_failures: int | None = None
+    alert_deadline: float | None = None
+    alert_task: str | None = None
+    alert_webhook: str | None = None
 
     @classmethod
     def create(
@@ -207,6 +238,7 @@ class Definition:
         _bounded_whole(fields, "catchup_limit", 0, MAX_CATCHUP_LIMIT)
         _bounded_whole(fields, "pause_after_failures", 1, MAX_PAUSE_AFTER_FAILURES)
         _bounded_whole(fields, "history_limit", 1, MAX_HISTORY_LIMIT)
+        _bounded_whole(fields, "alert_after_failures", 1, MAX_PAUSE_AFTER_FAILURES)
         calendar = fields.get("calendar")
         kwargs, options = fields.get("kwargs"), fields.get("options")
         checked: dict[str, Any] = {
@@ -216,6 +248,9 @@ class Definition:
             "overlap_policy": _choice(fields, "overlap_policy", OverlapPolicy),
             "max_run_time": _seconds(fields, "max_run_time", zero=False),
             "jitter": _seconds(fields, "jitter", zero=True) or None,
+            "alert_deadline": _seconds(fields, "alert_deadline", zero=False),
+            "alert_task": _optional_text(fields, "alert_task", 255),
+            "alert_webhook": check_webhook(fields.get("alert_webhook"), "alert_webhook"),
             # blank in a form: none
             "calendar": None
             if calendar in (None, "")

@@ -393,6 +393,42 @@ class ScheduleFields(TypedDict, total=False):
             label="Previous slot keyword",
         ),
     ]
+    # Alerts (celery_dbeat.core.alerts) ------------------------------------------------------
+    alert_after_failures: Annotated[
+        int | None,
+        Field(
+            Role.PAYLOAD,
+            Form.WHOLE,
+            "Optional: alert after this many consecutive failed runs, and once more at the next "
+            "success (needs the worker hook).",
+        ),
+    ]
+    alert_deadline: Annotated[
+        float | timedelta | str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.DURATION,
+            "Optional: alert when a slot's run has not succeeded this long after the slot "
+            "(e.g. 15m; needs the worker hook).",
+        ),
+    ]
+    alert_task: Annotated[
+        str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.TEXT,
+            "Optional: the Celery task alerts are sent to (default dbeat_alert_task).",
+        ),
+    ]
+    alert_webhook: Annotated[
+        str | None,
+        Field(
+            Role.PAYLOAD,
+            Form.TEXT,
+            "Optional: an http(s) URL alerts are POSTed to as JSON (default dbeat_alert_webhook).",
+            label="Alert webhook",
+        ),
+    ]
 
 
 #: Every field, in the order every form shows them.

@@ -156,6 +156,11 @@ class ScheduleRow:
     #: Slot arguments (:mod:`.slot_arguments`): read when its fires are published.
     slot_kwarg: str | None = None
     previous_slot_kwarg: str | None = None
+    #: Read by the worker hook and the beat's alerts, not by planning.
+    alert_after_failures: int | None = None
+    alert_deadline: float | None = None
+    alert_task: str | None = None
+    alert_webhook: str | None = None
     #: The last edit, pause or resume: slots due before it were not due as the row is now.
     updated_at: datetime | None = None
     #: ``next_run_at`` exactly as stored, for the compare-and-set. Only set on SQLite, which keeps

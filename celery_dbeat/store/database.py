@@ -25,10 +25,12 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
+from ..core.audit import Actor
 from ..core.errors import DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
 from ..notify.database import DatabaseListener, notifies_through_database
-from . import audit, beats, due, fires, queue, runs
+from . import alerts, audit, beats, due, fires, queue, runs
+from .alerts import AlertDelivery, RaisedAlert
 from .clock import DatabaseClock
 from .due import DueBatch, Peek
 from .engine import IDLE_IN_TRANSACTION, create_engine
@@ -367,3 +369,40 @@ class Store:
         written. Raises (having written nothing) when the database cannot be written: retrying
         later loses nothing."""
         return runs.record_runs(self.engine, events)
+
+    # Alerts (celery_dbeat.core.alerts) -------------------------------------------------------
+
+    def open_missed(self, now: datetime, actor: Actor) -> list[RaisedAlert]:
+        """Record a ``missed`` alert for each enabled schedule with an ``alert_deadline``, not
+        in alert, whose oldest slot since its newest success has no successful run and is past
+        its deadline at ``now`` (a beat's own fire of the last day, sent or to be sent), and put
+        the schedule in alert, with an audit entry as ``actor``; return the alerts recorded.
+
+        Each schedule is decided in its own transaction under its row lock, taken ``SKIP
+        LOCKED`` (a row another writer holds is looked at again next time), after reading its
+        runs again: any number of beats may call this at once, and a success committed first
+        wins. Nothing is recorded twice (the alerts' unique key)."""
+        return alerts.open_missed(self.engine, now, actor)
+
+    def claim_alerts(self, now: datetime, lease_until: datetime, limit: int) -> list[AlertDelivery]:
+        """Lease to this beat, until ``lease_until``, up to ``limit`` undelivered alerts whose
+        next attempt is due at ``now`` and whose lease (another beat's) is over, oldest first,
+        counting an attempt on each (a compare-and-set: one beat wins each)."""
+        return alerts.claim_alerts(self.engine, self.clock, now, lease_until, limit)
+
+    def finish_alert(
+        self,
+        id_: int,
+        now: datetime,
+        *,
+        error: str | None = None,
+        retry_in: timedelta | None = None,
+    ) -> None:
+        """Record the delivery of alert ``id_`` at ``now``: delivered (no ``error``), to be
+        tried again ``retry_in`` from now, or given up (an ``error`` and no ``retry_in``)."""
+        alerts.finish_alert(self.engine, self.clock, id_, now, error=error, retry_in=retry_in)
+
+    def schedules_in_alert(self) -> list[tuple[str, str, datetime]]:
+        """``(name, episode kind, episode slot)`` of every schedule in alert, by name."""
+        with self.engine.connect() as conn:
+            return alerts.schedules_in_alert(conn)

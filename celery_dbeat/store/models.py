@@ -1,6 +1,7 @@
 """The tables: ``dbeat_schedules`` (one row per schedule), ``dbeat_fires`` (one row per fire),
 ``dbeat_beats`` (one heartbeat row per running beat), ``dbeat_calendars`` (one row per
-exclusion calendar) and ``dbeat_audit`` (one row per edit).
+exclusion calendar), ``dbeat_audit`` (one row per edit) and ``dbeat_alerts`` (one row per
+alert).
 
 A fire row is both the history users read and the exactly-once record: the unique key
 ``(schedule_id, slot, manual)`` means a slot can be recorded once, whichever beat gets there.
@@ -29,7 +30,21 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .types import UTCDateTime
 
-__all__ = ["A", "Audit", "B", "Base", "Beat", "C", "Calendar", "F", "Fire", "S", "Schedule"]
+__all__ = [
+    "AL",
+    "A",
+    "Alert",
+    "Audit",
+    "B",
+    "Base",
+    "Beat",
+    "C",
+    "Calendar",
+    "F",
+    "Fire",
+    "S",
+    "Schedule",
+]
 
 ID = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -103,6 +118,17 @@ class Schedule(Base):
     #: slot under (NULL: not passed); see ``core/slots.py``.
     slot_kwarg: Mapped[str | None] = mapped_column(String(100))
     previous_slot_kwarg: Mapped[str | None] = mapped_column(String(100))
+    #: Alerts (``celery_dbeat.core.alerts``): after how many failed runs in a row, and how many
+    #: seconds after its slot a run must have succeeded (NULL: never); the task and the webhook
+    #: they go to (NULL: ``dbeat_alert_task``, ``dbeat_alert_webhook``).
+    alert_after_failures: Mapped[int | None] = mapped_column(Integer)
+    alert_deadline: Mapped[float | None] = mapped_column(Double)
+    alert_task: Mapped[str | None] = mapped_column(String(255))
+    alert_webhook: Mapped[str | None] = mapped_column(String(1000))
+    #: The episode the schedule is in alert for (``failing`` or ``missed``) and its slot; both
+    #: NULL when not in alert. Set with the alert that opens it, cleared with the recovery.
+    alert_kind: Mapped[str | None] = mapped_column(String(16))
+    alert_episode: Mapped[datetime | None] = mapped_column(UTCDateTime)
     #: The slot up to which the prunes deleted the schedule's fire records (NULL: none yet; see
     #: ``store/pruning.py``): a backfill does not send again the slots at or before it that have
     #: no record, which may have been sent.
@@ -278,9 +304,55 @@ class Audit(Base):
         return f"<Audit {self.action} {self.schedule_name!r} by {self.actor}>"
 
 
+class Alert(Base):
+    """One alert (``celery_dbeat.core.alerts``): an episode's start (``failing``, ``missed``) or
+    end (``recovered``), and its delivery. The unique key ``(schedule_id, kind, episode_slot)``
+    records each at most once, whichever worker or beat gets there; ``alert_id`` is derived from
+    it, the same at every delivery. Undelivered while ``next_attempt_at`` is set: a beat leases
+    it (``lease_until``), delivers it, and clears it (``delivered_at``) or sets the next try;
+    after ``dbeat_alert_retries`` it gives up (``gave_up_at``, the reason in ``last_error``)."""
+
+    __tablename__ = "dbeat_alerts"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    alert_id: Mapped[str] = mapped_column(String(36))
+    schedule_id: Mapped[int] = mapped_column(
+        ID, ForeignKey("dbeat_schedules.id", ondelete="CASCADE")
+    )
+    #: The schedule's name when the alert was raised.
+    schedule_name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16))
+    #: The slot that names the episode; for a recovery, that of the episode it ends.
+    episode_slot: Mapped[datetime] = mapped_column(UTCDateTime)
+    #: The slot of the run that raised it (for ``missed``, the slot that missed its deadline).
+    slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: The error of the failed run that raised it; the failed runs in a row then.
+    error: Mapped[str | None] = mapped_column(Text)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    raised_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    gave_up_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: Why the last delivery failed.
+    last_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        UniqueConstraint("schedule_id", "kind", "episode_slot", name="uq_dbeat_alerts_episode"),
+        Index("ix_dbeat_alerts_alert_id", "alert_id", unique=True),
+        Index("ix_dbeat_alerts_next_attempt", "next_attempt_at"),
+        Index("ix_dbeat_alerts_raised", "raised_at"),
+    )
+
+    def __repr__(self) -> str:
+        return f"<Alert {self.kind} {self.schedule_name!r} {self.episode_slot}>"
+
+
 #: The tables, for the store's SQL (Core statements, not the ORM).
 S = cast(sa.Table, Schedule.__table__)
 F = cast(sa.Table, Fire.__table__)
 B = cast(sa.Table, Beat.__table__)
 C = cast(sa.Table, Calendar.__table__)
 A = cast(sa.Table, Audit.__table__)
+AL = cast(sa.Table, Alert.__table__)

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
 from ..core.overlap import OverlapPolicy, RunState
+from .alerts import RaisedAlert
 from .clock import DatabaseClock
 from .fires import PUBLISH_COLUMNS, lease_each, set_unreadable_fires_aside
 from .isolation import storable
@@ -106,6 +107,8 @@ class RecordedRuns:
 
     rejected: list[RejectedRun] = field(default_factory=list)
     paused: list[FailurePause] = field(default_factory=list)
+    #: The alerts the runs raised (``alert_after_failures``: failing, recovered).
+    alerts: list[RaisedAlert] = field(default_factory=list)
 
 
 def record_runs(engine: Engine, events: Sequence[RunEvent]) -> RecordedRuns:
@@ -154,7 +157,7 @@ def record_runs(engine: Engine, events: Sequence[RunEvent]) -> RecordedRuns:
             trying.rollback()
     refused = {r.task_id for r in rejected}
     written = _write_runs(engine, statement, [u for u in updates if u["t_id"] not in refused])
-    return RecordedRuns(rejected, written.paused)
+    return RecordedRuns(rejected, written.paused, written.alerts)
 
 
 def _write_runs(
@@ -166,7 +169,8 @@ def _write_runs(
     with engine.begin() as conn:
         outcomes = lock_outcomes(conn, updates)
         conn.execute(statement, updates)
-        return RecordedRuns(paused=count_outcomes(conn, outcomes, updates))
+        counted = count_outcomes(conn, outcomes, updates)
+        return RecordedRuns(paused=counted.paused, alerts=counted.alerts)
 
 
 def _state(

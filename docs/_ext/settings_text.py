@@ -94,4 +94,17 @@ MEANINGS = {
         "`DBEAT_ADMIN_SECRET_KEY`); `None`: a random key per process, so a restart asks open "
         "forms to be loaded again"
     ),
+    "dbeat_alert_task": (
+        "the Celery task alerts are sent to, for schedules without an `alert_task` of their own "
+        "(see [Alerts](../how-to/alerts.md))"
+    ),
+    "dbeat_alert_webhook": (
+        "an http(s) URL alerts are POSTed to as JSON, for schedules without an `alert_webhook` "
+        "of their own"
+    ),
+    "dbeat_alert_webhook_timeout": "how long a webhook may take to answer one alert",
+    "dbeat_alert_retries": (
+        "how many times a failed alert delivery is retried (10 s, then twice as long each "
+        "time, up to 10 min) before it is given up and logged as an ERROR"
+    ),
 }

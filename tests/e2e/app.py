@@ -26,8 +26,9 @@ It is configured only from environment variables, which :mod:`tests.e2e.harness`
     JSON object ``{name: {"cron": expr} | {"every": seconds}}``. Each becomes a
     ``beat_schedule`` entry sending ``e2e.record(name)``. A spec may also hold the entry keys
     ``start_at`` (ISO-8601 with an offset), ``misfire_policy``, ``misfire_grace`` and
-    ``catchup_limit``, ``overlap_policy``, ``max_run_time``, and ``task`` (``e2e.sleep`` or
-    ``e2e.fail`` instead of ``e2e.record``) with extra ``args`` after the schedule name.
+    ``catchup_limit``, ``overlap_policy``, ``max_run_time``, the alert fields, and ``task``
+    (``e2e.sleep``, ``e2e.fail`` or ``e2e.flaky`` instead of ``e2e.record``) with extra ``args``
+    after the schedule name.
 
 Every message a beat publishes carries the headers ``dbeat_e2e_published_at`` (the beat's
 ``time.time()`` as it sends it) and ``dbeat_e2e_published_by`` (its ``dbeat_instance_name``),
@@ -64,12 +65,20 @@ ENTRY_KEYS = (
     "max_run_time",
     "pause_after_failures",
     "history_limit",
+    "alert_after_failures",
+    "alert_deadline",
+    "alert_task",
 )
 
 
 def received_key(prefix: str) -> str:
     """Redis list of one JSON object per message the worker executed (see ``record``)."""
     return f"{prefix}e2e:received"
+
+
+def alerts_key(prefix: str) -> str:
+    """Redis list of one JSON object per alert task the worker executed (see ``alert``)."""
+    return f"{prefix}e2e:alerts"
 
 
 def ready_key(prefix: str) -> str:
@@ -120,10 +129,20 @@ if "faketime" in os.environ.get("LD_PRELOAD", ""):
 
     time.sleep = _sleep
 
+#: ``DBEAT_E2E_VISIBILITY_TIMEOUT``: seconds after which a Redis broker hands a message a killed
+#: worker took (and had not acknowledged: ``acks_late`` tasks) to another worker.
+_VISIBILITY = (
+    {"visibility_timeout": float(os.environ["DBEAT_E2E_VISIBILITY_TIMEOUT"])}
+    if os.environ.get("DBEAT_E2E_VISIBILITY_TIMEOUT")
+    else {}
+)
+
 app = Celery("dbeat_e2e")
 app.conf.update(
     broker_url=BROKER_URL,
-    broker_transport_options={"global_keyprefix": PREFIX} if is_redis_url(BROKER_URL) else {},
+    broker_transport_options=(
+        {"global_keyprefix": PREFIX, **_VISIBILITY} if is_redis_url(BROKER_URL) else {}
+    ),
     broker_connection_retry_on_startup=True,
     task_default_queue=QUEUE,
     task_ignore_result=True,
@@ -217,6 +236,22 @@ def fail(self: Any, schedule_name: str) -> None:
     """A task that is recorded, then fails."""
     _record(self.request, schedule_name)
     raise RuntimeError(f"{schedule_name} failed on purpose")
+
+
+@app.task(bind=True, name="e2e.flaky")
+def flaky(self: Any, schedule_name: str, failures: int) -> None:
+    """A task that fails its first ``failures`` runs (counted in Redis), then succeeds."""
+    _record(self.request, schedule_name)
+    if _redis().incr(f"{PREFIX}e2e:flaky:{schedule_name}") <= failures:
+        raise RuntimeError(f"{schedule_name} failed on purpose")
+
+
+@app.task(bind=True, name="e2e.alert", acks_late=True, reject_on_worker_lost=True)
+def alert(self: Any, /, **payload: Any) -> None:
+    """An alert task: appends its task id and keyword arguments (see ``alerts_key``).
+    Acknowledged once done, so that a worker killed while it holds one leaves it to another."""
+    entry = {"task_id": self.request.id, "kwargs": payload, "received_at": time.time()}
+    _redis().rpush(alerts_key(PREFIX), json.dumps(entry))
 
 
 if os.environ.get("DBEAT_E2E_PUBLISH_DELAY"):

@@ -123,6 +123,10 @@ EVERY_FIELD: ScheduleFields = {
     "history_limit": 20,
     "slot_kwarg": "slot",
     "previous_slot_kwarg": "previous_slot",
+    "alert_after_failures": 2,
+    "alert_deadline": 900.0,
+    "alert_task": "proj.tasks.on_alert",
+    "alert_webhook": "https://hooks.example.com/dbeat?token=x",
 }
 
 

@@ -66,6 +66,7 @@ class ScheduleAdmin(ScheduleWrites):
         "run_count",
         "note",
         "error",
+        "alert",
     )
     list_filter = (StateFilter, "kind", "origin", "misfire_policy", "overlap_policy")
     search_fields = ("name", "task")
@@ -80,6 +81,7 @@ class ScheduleAdmin(ScheduleWrites):
         "last_fired",
         "run_count",
         "failures",
+        "alert",
         "finished",
         "last_error",
         "pruned",
@@ -133,6 +135,17 @@ class ScheduleAdmin(ScheduleWrites):
             ("Misfires", {"fields": ("misfire_policy", "misfire_grace", "catchup_limit")}),
             ("Overlapping runs", {"fields": ("overlap_policy", "max_run_time")}),
             ("Failures and history", {"fields": ("pause_after_failures", "history_limit")}),
+            (
+                "Alerts",
+                {
+                    "fields": (
+                        "alert_after_failures",
+                        "alert_deadline",
+                        "alert_task",
+                        "alert_webhook",
+                    )
+                },
+            ),
         ]
         if obj is not None and obj.from_beat_schedule:
             fieldsets.append(("beat_schedule", {"fields": ("force",)}))
@@ -162,6 +175,14 @@ class ScheduleAdmin(ScheduleWrites):
         limit = obj.pause_after_failures
         paused_at = f" (pauses at {limit})" if limit is not None else ""
         return f"{obj.consecutive_failures}{paused_at}"
+
+    @admin.display(description="alert")
+    def alert(self, obj: Schedule) -> str:
+        """The alert episode it is in (``failing`` or ``missed``, since which slot); ``-``."""
+        if obj.alert_kind is None:
+            return "-"
+        since = obj.alert_episode.isoformat() if obj.alert_episode is not None else "?"
+        return f"{obj.alert_kind} since {since}"
 
     @admin.display(description="note")
     def note(self, obj: Schedule) -> str:

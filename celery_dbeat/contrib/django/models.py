@@ -30,7 +30,7 @@ from ...store.reading import Unreadable
 from ...store.types import UTCDateTime
 from .fields import UnreadableInstant, UTCDateTimeField
 
-__all__ = ["AuditEntry", "Beat", "Calendar", "Fire", "ReadOnlyError", "Schedule"]
+__all__ = ["Alert", "AuditEntry", "Beat", "Calendar", "Fire", "ReadOnlyError", "Schedule"]
 
 
 class ReadOnlyError(TypeError):
@@ -193,3 +193,15 @@ _CalendarColumns: Any = _columns_of(
 
 class Calendar(_CalendarColumns):
     """An exclusion calendar: the dates on which the schedules naming it do not fire."""
+
+
+_AlertColumns: Any = _columns_of(
+    "dbeat_alerts", {"ordering": ("-raised_at", "-id"), "verbose_name": "alert"}
+)
+
+
+class Alert(_AlertColumns):
+    """One alert (:mod:`celery_dbeat.core.alerts`) and its delivery."""
+
+    def __str__(self) -> str:
+        return f"{self.kind} alert of {self.schedule_name}"

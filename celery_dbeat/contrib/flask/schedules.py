@@ -94,6 +94,15 @@ def _last_error(view: ScheduleView, context: Any, row: Schedule, name: str) -> M
     return Markup('<span title="{}">{}</span>').format(error, short)
 
 
+def _alert(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
+    """The alert episode it is in (``failing`` or ``missed``, since which slot); empty."""
+    if row.alert_kind is None:
+        return Markup("")
+    return Markup('<span class="text-danger dbeat-alert" title="since slot {}">{}</span>').format(
+        instant(row.alert_episode), row.alert_kind
+    )
+
+
 def _history(view: ScheduleView, context: Any, row: Schedule, name: str) -> Markup:
     return Markup('<a href="{}">history</a>').format(view.history.history_url(row.name))
 
@@ -129,6 +138,7 @@ class ScheduleView(ScheduleWrites):
         "last_slot",
         "run_count",
         "last_error",
+        "alert",
         "history",
     )
     column_labels: ClassVar[dict[str, str]] = {
@@ -137,6 +147,7 @@ class ScheduleView(ScheduleWrites):
         "last_slot": "Last slot",
         "run_count": "Runs",
         "last_error": "Last error",
+        "alert": "Alert",
         "history": "Fires",
     }
     column_sortable_list = ("name", "task", "next_run_at", "last_slot", "run_count")
@@ -163,6 +174,7 @@ class ScheduleView(ScheduleWrites):
         "state": _state,
         "next_run_at": _next_run,
         "last_error": _last_error,
+        "alert": _alert,
         "history": _history,
     }
 

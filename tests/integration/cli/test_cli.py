@@ -36,6 +36,8 @@ STATE_KEYS = [
     "finished_at",
     "created_at",
     "updated_at",
+    "alert_kind",
+    "alert_episode",
 ]
 SCHEDULE_KEYS = [*FORM_FIELDS, *STATE_KEYS]
 FIRE_KEYS = [
@@ -147,6 +149,10 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
         "history_limit": None,
         "slot_kwarg": None,
         "previous_slot_kwarg": None,
+        "alert_after_failures": None,
+        "alert_deadline": None,
+        "alert_task": None,
+        "alert_webhook": None,
         "state": "active",
         "origin": "api",
         "last_slot": None,
@@ -158,6 +164,8 @@ def test_a_schedule_added_on_the_command_line_is_listed_and_shown(cli_any: Cli) 
         "pause_source": None,
         "pruned_until": None,
         "finished_at": None,
+        "alert_kind": None,
+        "alert_episode": None,
     }
     assert all(is_utc_iso(shown[k]) for k in ("next_run_at", "created_at", "updated_at"))
     # 07:30 in Paris is 05:30 or 06:30 UTC, on a weekday.

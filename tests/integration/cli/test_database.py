@@ -174,6 +174,7 @@ def test_status_json_reports_beats_backlog_next_fires_and_errors(cli: Cli) -> No
         "next_fires",
         "errors",
         "unhealthy",
+        "in_alert",
     ]
     assert data["database"] == cli.app.conf.dbeat_database_url
     assert data["live_within_seconds"] == 15.0  # 3 x dbeat_max_interval (5 s)
