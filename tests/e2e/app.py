@@ -238,10 +238,11 @@ def fail(self: Any, schedule_name: str) -> None:
     raise RuntimeError(f"{schedule_name} failed on purpose")
 
 
-@app.task(bind=True, name="e2e.flaky")
-def flaky(self: Any, schedule_name: str, failures: int) -> None:
-    """A task that fails its first ``failures`` runs (counted in Redis), then succeeds."""
-    _record(self.request, schedule_name)
+@app.task(bind=True, name="e2e.flaky")  # type: ignore[arg-type]
+def flaky(self: Any, schedule_name: str, failures: int, **kwargs: Any) -> None:
+    """A task that fails its first ``failures`` runs (counted in Redis), then succeeds; what it
+    received is recorded as :func:`record` does."""
+    _record(self.request, schedule_name, kwargs)
     if _redis().incr(f"{PREFIX}e2e:flaky:{schedule_name}") <= failures:
         raise RuntimeError(f"{schedule_name} failed on purpose")
 

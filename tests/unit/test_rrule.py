@@ -161,20 +161,22 @@ def test_count_and_until_end_the_rule() -> None:
     assert len(slots(until, datetime(2026, 1, 1, tzinfo=UTC), 10)) == 3
 
 
-def test_without_dtstart_the_rule_starts_at_midnight_of_the_anchor_day_in_its_zone() -> None:
-    # The anchor, 2024-01-10T15:45Z, is 10:45 in New York: the hourly rule fires on the hour.
-    found = slots(
-        "FREQ=HOURLY;INTERVAL=5", datetime(2024, 1, 10, 16, tzinfo=UTC), 2, "America/New_York"
-    )
-    assert found == [datetime(2024, 1, 10, 20, tzinfo=UTC), datetime(2024, 1, 11, 1, tzinfo=UTC)]
-    # start_at places it instead (midnight of its day): 2024-02-01 is a Thursday.
-    timing = build_timing(
-        kind="rrule",
-        rrule="FREQ=WEEKLY",
-        anchor_at=ANCHOR,
-        start_at=datetime(2024, 2, 1, 12, tzinfo=UTC),
-    )
-    assert timing.first_after(ANCHOR) == datetime(2024, 2, 8, tzinfo=UTC)
+@pytest.mark.parametrize(
+    "rule", ["FREQ=HOURLY;INTERVAL=5", "FREQ=WEEKLY;INTERVAL=3", "FREQ=MONTHLY", "FREQ=YEARLY"]
+)
+def test_without_dtstart_a_rule_starts_on_monday_1_january_2001_in_its_zone(rule: str) -> None:
+    """What the rule leaves out and its INTERVAL's phase come from 2001-01-01T00:00 local: the
+    same slots whenever the schedule is made, the past ones too (a backfill finds them)."""
+    zone = "America/New_York"
+    after = datetime(2024, 3, 1, tzinfo=UTC)
+    dated = f"DTSTART;TZID={zone}:20010101T000000\nRRULE:{rule}"
+    assert slots(rule, after, 10, zone) == oracle(dated, zone, after, 10)
+    assert slots(rule, datetime(2002, 1, 1, tzinfo=UTC), 1, zone)  # before any schedule existed
+
+
+def test_count_needs_a_dtstart() -> None:
+    with pytest.raises(ValidationError, match="COUNT counts from DTSTART: give one"):
+        slots("FREQ=DAILY;COUNT=3", ANCHOR, 1)
 
 
 def test_the_zone_of_dtstart_is_the_schedules_and_must_agree_with_it() -> None:
@@ -192,8 +194,8 @@ def test_the_zone_of_dtstart_is_the_schedules_and_must_agree_with_it() -> None:
     [
         ("", "must be an RFC 5545 rule"),
         ("FREQ=FORTNIGHTLY", "FREQ must be one of YEARLY"),
-        ("FREQ=DAILY;COUNT=2;UNTIL=20270101T000000Z", "gives both COUNT and UNTIL"),
-        (f"FREQ=DAILY;COUNT={MAX_COUNT + 1}", "COUNT must lie between 1 and"),
+        ("DTSTART:20260101T000000\nRRULE:FREQ=DAILY;COUNT=2;UNTIL=20270101T000000Z", "both COUNT"),
+        (f"DTSTART:20260101T000000\nRRULE:FREQ=DAILY;COUNT={MAX_COUNT + 1}", "COUNT must lie"),
         ("FREQ=DAILY;INTERVAL=0", "INTERVAL must be 1 or more"),
         ("FREQ=HOURLY;BYHOUR=25", "BYHOUR=25: each value must be a whole number from 0 to 23"),
         ("FREQ=MONTHLY;BYMONTHDAY=0", "from -31 to 31, not 0"),

@@ -222,10 +222,7 @@ def build_timing(
     elif spec_kind is SpecKind.RRULE:
         if rrule is None:
             raise ValidationError("rrule", rrule, "is required for an rrule schedule")
-        anchor = require_aware("anchor_at", start_at or anchor_at)
-        if anchor is None:
-            raise ValidationError("anchor_at", anchor_at, "is required for an rrule schedule")
-        spec = RruleSpec.parse(rrule, timezone, anchor=anchor, dst_gap=dst_gap, dst_fold=dst_fold)
+        spec = RruleSpec.parse(rrule, timezone, dst_gap=dst_gap, dst_fold=dst_fold)
     elif spec_kind is SpecKind.SOLAR:
         for name, value in (
             ("solar_event", solar_event),

@@ -13,10 +13,11 @@ one that happens twice fires once, at its first occurrence), so DST behaviour is
 library's. What is read:
 
 * ``DTSTART``: floating (read in the schedule's zone), with ``TZID`` (sets the zone; it must agree
-  with the schedule's own), or in UTC (``Z``: the rule is read in UTC). Without one the rule starts
-  at midnight, in its zone, of the day of ``start_at`` or of the day the schedule was created, so
-  the parts a rule leaves out (the minute of an hourly rule, the day of a monthly one) come from
-  that midnight.
+  with the schedule's own), or in UTC (``Z``: the rule is read in UTC). Without one the rule
+  starts at :data:`DEFAULT_DTSTART` (2001-01-01T00:00, a Monday) in its zone, like a cron
+  expression timeless: the parts a rule leaves out (the minute of an hourly rule, the day of a
+  monthly one) and an ``INTERVAL``'s phase come from it, the same whenever the schedule is made,
+  and past slots can be backfilled. ``COUNT`` needs a ``DTSTART``.
 * any number of ``RRULE`` lines; ``RDATE`` and ``EXDATE`` lines (date-times, floating, ``TZID``
   or ``Z``, or ``VALUE=DATE`` dates meaning their midnight). An exclusion removes the wall time
   from every rule and date, as in an iCalendar recurrence set.
@@ -45,12 +46,16 @@ from ..errors import ValidationError, one_of
 from .dst import DstFold, DstGap
 from .zoned import WallClock
 
-__all__ = ["HORIZON_YEARS", "MAX_COUNT", "MAX_TEXT", "RruleSpec", "zone_of"]
+__all__ = ["DEFAULT_DTSTART", "HORIZON_YEARS", "MAX_COUNT", "MAX_TEXT", "RruleSpec", "zone_of"]
 
 UTC = timezone.utc
 
 #: Column size of the stored text.
 MAX_TEXT = 4000
+#: Where a rule without ``DTSTART`` starts, in its zone: a Monday, the 1st of January, at 00:00.
+#: What the rule leaves out (an hourly rule's minute, a monthly rule's day, a weekly rule's day,
+#: the phase of an ``INTERVAL``) comes from it, the same for every schedule whenever it was made.
+DEFAULT_DTSTART = datetime(2001, 1, 1)
 #: A ``COUNT`` is expanded once when the spec is read; above this, ``UNTIL`` says the same.
 MAX_COUNT = 100_000
 #: A set without an instant this many years after its start is refused (the Gregorian calendar
@@ -123,14 +128,12 @@ class RruleSpec(WallClock):
         text: str,
         tz: str | None = None,
         *,
-        anchor: datetime,
         dst_gap: str | None = None,
         dst_fold: str | None = None,
     ) -> RruleSpec:
-        """Read ``text`` in zone ``tz`` (``None``: DTSTART's TZID, or UTC); ``anchor`` (aware)
-        places a DTSTART the text does not give (midnight of its day, in the zone)."""
-        arguments = (text, tz, anchor, dst_gap, dst_fold)
-        if isinstance(text, str) and isinstance(tz, str | None) and isinstance(anchor, datetime):
+        """Read ``text`` in zone ``tz`` (``None``: DTSTART's TZID, or UTC)."""
+        arguments = (text, tz, dst_gap, dst_fold)
+        if all(value is None or isinstance(value, str) for value in arguments):
             return _parsed(*arguments)
         return _parse(*arguments)
 
@@ -194,9 +197,7 @@ def zone_of(text: Any, timezone: str | None) -> str:
     return named or "UTC"
 
 
-def _parse(
-    text: str, tz: str | None, anchor: datetime, dst_gap: str | None, dst_fold: str | None
-) -> RruleSpec:
+def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None) -> RruleSpec:
     from .cron import load_zone  # cron's zone rules, one place
 
     if not isinstance(text, str) or not text.strip():
@@ -222,9 +223,8 @@ def _parse(
                 )
             zone_name = start_zone
     zone = load_zone(zone_name or "UTC")
-    if start_wall is None:
-        local = anchor.astimezone(zone)
-        start_wall = datetime.combine(local.date(), time.min)
+    dtstart_given = start_wall is not None
+    start_wall = start_wall or DEFAULT_DTSTART
     gap = one_of("dst_gap", dst_gap, DstGap) if dst_gap else DstGap.GAP_END
     fold = one_of("dst_fold", dst_fold, DstFold) if dst_fold else DstFold.FIRST
     rules: list[_Rule] = []
@@ -233,7 +233,7 @@ def _parse(
     excluded: set[datetime] = set()
     for name, params, value in lines:
         if name == "RRULE":
-            rules.append(_rule(text, value, start_wall))
+            rules.append(_rule(text, value, start_wall, dtstart_given))
         elif name in ("RDATE", "EXDATE"):
             for item in value.split(","):
                 stamp_zone, wall = _stamp(text, name, params, item)
@@ -317,7 +317,7 @@ def _instant(wall: datetime, stamp_zone: str, load_zone: Any) -> datetime:
     return wall.replace(tzinfo=load_zone(stamp_zone, "rrule")).astimezone(UTC)
 
 
-def _rule(text: str, value: str, start: datetime) -> _Rule:
+def _rule(text: str, value: str, start: datetime, dtstart_given: bool) -> _Rule:
     parts: dict[str, str] = {}
     for piece in value.split(";"):
         key, equals, part = piece.partition("=")
@@ -342,6 +342,9 @@ def _rule(text: str, value: str, start: datetime) -> _Rule:
     if freq_name not in _FREQS:
         raise ValidationError("rrule", text, f"FREQ must be one of {', '.join(_FREQS)}")
     freq = _FREQS.index(freq_name)
+    if "COUNT" in parts and not dtstart_given:
+        problem = "COUNT counts from DTSTART: give one (DTSTART;TZID=Europe/London:20270101T090000)"
+        raise ValidationError("rrule", text, problem)
     if "COUNT" in parts and "UNTIL" in parts:
         raise ValidationError("rrule", text, "gives both COUNT and UNTIL (RFC 5545: one or none)")
     until: datetime | None = None
