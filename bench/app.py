@@ -9,7 +9,8 @@ Configured only from environment variables set by :mod:`bench.services`:
 ``BENCH_DATABASE_URL``, ``BENCH_SETTINGS``
     celery-dbeat's database and extra ``dbeat_*`` settings (JSON).
 ``BENCH_BEAT_SCHEDULE``
-    When set to N, ``beat_schedule`` holds N daily crontab entries (the slowstart scenario).
+    When set to N, ``beat_schedule`` holds N daily crontab entries (the slowstart scenario);
+    with ``BENCH_BEAT_SCHEDULE_KIND=every``, N entries of ``timedelta(days=1)`` instead.
 ``BENCH_QUERY_FILE``
     When set, every SQL statement the process executes is counted (a SQLAlchemy event) and the
     count is written to this file twice a second: the idle scenario's queries per second.
@@ -63,12 +64,17 @@ if SCHEDULER == "dbeat":
         }
     )
     if os.environ.get("BENCH_BEAT_SCHEDULE"):
+        from datetime import timedelta
+
         from celery.schedules import crontab
 
+        every = os.environ.get("BENCH_BEAT_SCHEDULE_KIND") == "every"
         app.conf.beat_schedule = {
             f"e{i:06d}": {
                 "task": TASK_NAME,
-                "schedule": crontab(minute=str(i % 60), hour=str(i // 60 % 24)),
+                "schedule": timedelta(days=1)
+                if every
+                else crontab(minute=str(i % 60), hour=str(i // 60 % 24)),
                 "args": [i],
             }
             for i in range(int(os.environ["BENCH_BEAT_SCHEDULE"]))

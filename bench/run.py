@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from bench import edges, forecast, herd, limits, load, report, steady, trigger
+from bench import edges, forecast, herd, limits, load, memory, report, steady, trigger
 
 WORKDIR = Path(os.environ.get("BENCH_WORKDIR", "/tmp/dbeat-bench"))
 
@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
             *("backfill", "firstpass", "limits"),
             *("outage", "overload", "cost", "slowstart", "forecast", "forecast-db"),
             "forecast-bounded",
+            "memory",
             *("all", "table"),
         ],
     )
@@ -69,6 +70,12 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         choices=["postgresql", "sqlite"],
         help="forecast-db: where (default both)",
+    )
+    parser.add_argument(
+        "--source",
+        action="append",
+        choices=["stored", "config", "config-every"],
+        help="memory: stored through the API, or synced from beat_schedule (default: both)",
     )
     parser.add_argument("--out", type=Path, default=WORKDIR / "results.jsonl")
     args = parser.parse_args(argv)
@@ -158,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
             emit(
                 forecast.forecast_db(WORKDIR, n, args.repeats, fires=args.fires, backends=backends)
             )
+    elif args.scenario == "memory":
+        for source in args.source or ["stored", "config"]:
+            for n in args.n or [1_000, 100_000]:
+                emit([memory.memory(WORKDIR, n, source)])
     elif args.scenario == "slowstart":
         for n in args.n or [100_000]:
             emit([load.slowstart(WORKDIR, n)])

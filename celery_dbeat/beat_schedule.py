@@ -11,7 +11,7 @@ app's results must be deleted by a task (:func:`default_entries`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,11 +35,14 @@ __all__ = [
     "CLEANUP_OPTIONS",
     "CLEANUP_TASK",
     "EntryCheck",
+    "EntryNames",
     "check_entries",
     "crontab_field_text",
     "default_entries",
     "definitions_from_app",
+    "iter_definitions",
     "spec_from_celery",
+    "validate_entries",
 ]
 
 logger = get_logger(__name__)
@@ -166,8 +169,11 @@ def default_entries(app: Celery) -> dict[str, dict[str, Any]]:
     }
 
 
-def _entries(app: Celery) -> dict[str, Any]:
-    return {**(app.conf.beat_schedule or {}), **default_entries(app)}
+def _entries(app: Celery) -> Iterator[tuple[str, Any]]:
+    """The app's entries, then Celery's :func:`default_entries` (none of the app's names), by
+    name; read from the app's own dict, not copied."""
+    yield from (app.conf.beat_schedule or {}).items()
+    yield from default_entries(app).items()
 
 
 def _entry_definition(name: str, entry: Any, app: Celery) -> Definition:
@@ -179,10 +185,39 @@ def _entry_definition(name: str, entry: Any, app: Celery) -> Definition:
         raise ConfigurationError(f"beat_schedule[{name!r}]", entry, str(exc)) from None
 
 
-def definitions_from_app(app: Celery) -> list[Definition]:
-    """Every ``beat_schedule`` entry as a definition, with Celery's :func:`default_entries`.
+def iter_definitions(app: Celery) -> Iterator[Definition]:
+    """Every ``beat_schedule`` entry as a definition, with Celery's :func:`default_entries`,
+    made one at a time as they are taken (a beat's sync holds a chunk of them, never all).
     Raises on the first bad entry, naming it."""
-    return [_entry_definition(name, entry, app) for name, entry in _entries(app).items()]
+    for name, entry in _entries(app):
+        yield _entry_definition(name, entry, app)
+
+
+def definitions_from_app(app: Celery) -> list[Definition]:
+    """:func:`iter_definitions` as a list."""
+    return list(iter_definitions(app))
+
+
+def validate_entries(app: Celery) -> list[Definition]:
+    """Check every entry as :func:`iter_definitions` makes it, raising on the first bad one,
+    naming it, without keeping them: returns the first definition of each task (what the
+    unknown-task warning needs), so its size is the number of tasks, not of entries."""
+    by_task: dict[str, Definition] = {}
+    for definition in iter_definitions(app):
+        by_task.setdefault(definition.task, definition)
+    return list(by_task.values())
+
+
+class EntryNames(Container[str]):
+    """Whether a name is one of the app's entries (or :func:`default_entries`): looked up in the
+    app's own ``beat_schedule``, so that a beat's sync needs no set of every name."""
+
+    def __init__(self, app: Celery) -> None:
+        self._configured = app.conf.beat_schedule or {}
+        self._defaults = default_entries(app)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._configured or name in self._defaults
 
 
 @dataclass(frozen=True)
@@ -205,7 +240,7 @@ def check_entries(app: Celery, now: datetime, count: int = 3) -> list[EntryCheck
     check --offline`` and :func:`celery_dbeat.testing.assert_beat_schedule_ready` say it."""
     registered = registered_tasks(app)
     checks = []
-    for name, entry in _entries(app).items():
+    for name, entry in _entries(app):
         task = entry.get("task") if isinstance(entry, Mapping) else None
         try:
             definition = _entry_definition(name, entry, app)

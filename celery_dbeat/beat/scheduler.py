@@ -19,11 +19,10 @@ from celery import Celery
 from celery import beat as celery_beat
 from celery.utils.log import get_logger
 
-from ..beat_schedule import definitions_from_app
+from ..beat_schedule import EntryNames, iter_definitions, validate_entries
 from ..checks import Finding, Level, app_argument, redis_findings, run_checks
 from ..clock import Clock, Outage, SystemClock
 from ..config import Settings, mask_url
-from ..core.definitions import Definition
 from ..core.errors import ConfigurationError, DBeatError, SchemaVersionError
 from ..core.fires import PublishRequest
 from ..locks import FireLock, make_lock
@@ -88,7 +87,9 @@ class Scheduler(celery_beat.Scheduler):
         self._closed = False
         self._ticking = False
         self._cleaned_up = False
-        self._definitions: list[Definition] | None = None
+        #: Whether ``beat_schedule`` is synced (checked at set-up, read again entry by entry
+        #: for the sync: no definition is kept, so memory does not grow with its size).
+        self._sync_entries = False
         #: The exit status of a beat stopped after its first tick (see :meth:`close`).
         self._exit_status: int | None = None
         if not kwargs.get("max_interval"):
@@ -105,8 +106,8 @@ class Scheduler(celery_beat.Scheduler):
         if self.dbeat.sync_beat_schedule:
             # Read (and validated) before any I/O: a bad entry stops beat at once, not after
             # the database is reached.
-            self._definitions = definitions_from_app(self.app)
-            warn_unknown_tasks(self.app, self._definitions)
+            warn_unknown_tasks(self.app, validate_entries(self.app))
+            self._sync_entries = True
         # A paused beat's transaction is ended by PostgreSQL once its lease is over, so its row
         # locks hold other beats back no longer than a lock does.
         try:
@@ -209,8 +210,13 @@ class Scheduler(celery_beat.Scheduler):
         if self.dbeat.auto_migrate:
             self.store.migrate()
         self._report(run_checks(self.dbeat, self.store, app=app_argument(self.app)))
-        if self._definitions is not None:
-            report = sync_config(self.store, self._definitions, self.clock.now())
+        if self._sync_entries:
+            report = sync_config(
+                self.store,
+                iter_definitions(self.app),
+                self.clock.now(),
+                listed=EntryNames(self.app),
+            )
             logger.info(
                 "dbeat: beat_schedule synced: %d created, %d updated, %d unchanged, %d disabled",
                 len(report.created),

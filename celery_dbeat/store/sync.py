@@ -13,6 +13,12 @@ alone (created, updated or left by name), so an apply cut short by a crash leave
 definition it reached applied, and the next one finishes; a chunk another writer wrote first is
 read and decided again.
 
+Nothing is held for every definition: they are taken from their iterable a chunk at a time (a
+beat makes its ``beat_schedule`` entries into definitions as the sync takes them), the names
+still configured are read back a page at a time, and what left ``beat_schedule`` is told by the
+caller's container of names (the app's own dict), so a beat's memory does not grow with the
+number of entries.
+
 A definition the database refuses (a constraint, a value it will not take) costs that definition,
 not the apply: after two tries (a refusal can be another writer's insert of the same name), the
 chunk is written in savepoints halved down to the refused definitions
@@ -21,9 +27,10 @@ chunk is written in savepoints halved down to the refused definitions
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -152,55 +159,85 @@ def _disable(conn: Connection, names: Sequence[str], at: datetime, actor: Actor)
     record(conn, [row_entry(actor, Action.DISABLE, at, *entry) for entry in entries])
 
 
+def _chunks(definitions: Iterable[Definition]) -> Iterator[list[Definition]]:
+    """``definitions`` in lists of :data:`CHUNK`, taken from the iterable as they are needed."""
+    iterator = iter(definitions)
+    while chunk := list(islice(iterator, CHUNK)):
+        yield chunk
+
+
+def _configured_names(store: Store) -> Iterator[str]:
+    """The names of the ``config`` schedules, a page of :data:`CHUNK` at a time (by name, each
+    page read on its own connection): never every name at once."""
+    after: str | None = None
+    while True:
+        query = sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN)
+        if after is not None:
+            query = query.where(S.c.name > after)
+        with store.engine.connect() as conn:
+            page = list(conn.execute(query.order_by(S.c.name).limit(CHUNK)).scalars())
+        yield from page
+        if len(page) < CHUNK:
+            return
+        after = page[-1]
+
+
 def apply_definitions(
     store: Store,
-    definitions: Sequence[Definition],
+    definitions: Iterable[Definition],
     clock: Clock,
     *,
     origin: str,
     actor: Actor,
     dry_run: bool = False,
     disable_missing: bool = False,
+    listed: Container[str] | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> SyncReport:
     """Bring the schedules of the definitions' names (unique) in line with them, as ``origin``
     (``config`` or ``api``) decides (:mod:`.reconcile`): one write transaction per :data:`CHUNK`
     definitions (see the module docstring), audited as ``actor``; ``clock``: the time of a write
-    on its connection. ``disable_missing`` (``config`` only): also disable the schedules whose
-    entries left ``beat_schedule`` (kept with their history, origin ``config:removed``).
+    on its connection. ``definitions`` are taken a chunk at a time: an iterator that makes them
+    as it goes (beat's sync) never has more than a chunk of them in memory.
+    ``disable_missing`` (``config`` only): also disable the schedules whose entries left
+    ``beat_schedule`` (kept with their history, origin ``config:removed``): those whose names
+    are not in ``listed`` (by default the definitions' names, collected as they are applied).
     ``dry_run``: the same report, writing nothing. ``progress``: called with the number of
     definitions of each chunk once it is done."""
     report = SyncReport()
-    for chunk in chunked(definitions, CHUNK):
+    collected: set[str] = set()
+    for chunk in _chunks(definitions):
         report.merge(_apply_chunk(store, chunk, clock, origin, dry_run, actor))
+        if disable_missing and listed is None:
+            collected.update(d.name for d in chunk)
         if progress is not None:
             progress(len(chunk))
     if not disable_missing:
         return report
     assert origin == CONFIG_ORIGIN, "disable_missing is beat_schedule's (Schedules.apply)"
-    listed = {d.name for d in definitions}
-    with store.engine.connect() as conn:
-        configured = conn.execute(sa.select(S.c.name).where(S.c.origin == CONFIG_ORIGIN))
-        gone = sorted(name for name in configured.scalars() if name not in listed)
+    names = collected if listed is None else listed
+    gone = sorted(name for name in _configured_names(store) if name not in names)
     if not dry_run:
-        for names in chunked(gone, CHUNK):
+        for removed in chunked(gone, CHUNK):
             with store.engine.begin() as conn:
-                _disable(conn, names, clock(conn), actor)
+                _disable(conn, removed, clock(conn), actor)
     report.disabled.extend(gone)
     return report
 
 
 def sync_config(
     store: Store,
-    definitions: Sequence[Definition],
+    definitions: Iterable[Definition],
     now: datetime,
     *,
     dry_run: bool = False,
     actor: Actor = SYNC_ACTOR,
+    listed: Container[str] | None = None,
 ) -> SyncReport:
     """Beat's ``beat_schedule`` sync: :func:`apply_definitions` as ``config``, disabling the
-    schedules whose entries left it. ``now`` (the caller's clock) gives way to the database
-    clock (``store.clock``)."""
+    schedules whose entries left it (whose names are not in ``listed``: by default, the
+    definitions'). ``now`` (the caller's clock) gives way to the database clock
+    (``store.clock``)."""
     return apply_definitions(
         store,
         definitions,
@@ -209,4 +246,5 @@ def sync_config(
         actor=actor,
         dry_run=dry_run,
         disable_missing=True,
+        listed=listed,
     )

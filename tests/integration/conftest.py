@@ -14,7 +14,7 @@ The surface suites (cli/, django/, flask/) are integration tests too and share t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
@@ -286,7 +286,7 @@ class Tables:
 
     store: Store
 
-    def sync(self, definitions: Sequence[Definition], now: datetime) -> SyncReport:
+    def sync(self, definitions: Iterable[Definition], now: datetime) -> SyncReport:
         return sync_config(self.store, definitions, now)
 
     def insert(self, name: str, now: datetime = START, **columns: Any) -> int:

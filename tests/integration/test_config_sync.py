@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -509,3 +510,54 @@ def test_an_entry_the_database_refuses_is_reported_and_the_others_are_synced(
     assert "name refused here" in report.refused["bad"]
     assert (again.unchanged, list(again.refused)) == (["a", "c"], ["bad"])
     assert [r.name for r in tables.rows()] == ["a", "c"]
+
+
+# Streaming (issue 30: memory flat in the number of entries) --------------------------------------
+
+
+def test_the_sync_takes_definitions_a_chunk_at_a_time_writing_each_before_reading_on(
+    tables: Tables,
+) -> None:
+    """A beat's sync makes its definitions as it goes (``iter_definitions``): each chunk is
+    written before the next is taken, so no more than a chunk or two are ever held. Before,
+    every definition was made (and kept for the beat's life) before the first write."""
+    from celery_dbeat.store.sync import CHUNK
+
+    stored_when_taken: dict[int, int] = {}
+
+    def entries() -> Iterator[Definition]:
+        for i in range(3 * CHUNK):
+            if i % CHUNK == 0:
+                stored_when_taken[i] = len(tables.rows())
+            yield define(f"e{i:05d}", Every(60), task="tasks.e")
+
+    report = tables.sync(entries(), START)
+
+    assert len(report.created) == 3 * CHUNK
+    assert stored_when_taken == {0: 0, CHUNK: CHUNK, 2 * CHUNK: 2 * CHUNK}
+
+
+def test_the_names_listed_decide_which_config_schedules_left_beat_schedule(
+    store: Store,
+) -> None:
+    """Beat passes the app's own ``beat_schedule`` as ``listed`` (``EntryNames``), not a set of
+    every name: a config schedule is disabled when its name is not in it, whatever the
+    definitions applied."""
+    from celery_dbeat.beat_schedule import EntryNames
+
+    app = celery_app({
+        name: {"task": f"tasks.{name}", "schedule": 60.0} for name in ("a", "b", "c")
+    })  # fmt: skip
+    sync_config(store, definitions_from_app(app), START, listed=EntryNames(app))
+    del app.conf.beat_schedule["b"]
+
+    only_a = (d for d in definitions_from_app(app) if d.name == "a")
+    report = sync_config(store, only_a, at("09:07"), listed=EntryNames(app))
+
+    # "c" was not applied this time, but it is listed: left as it is.
+    assert (report.unchanged, report.disabled) == (["a"], ["b"])
+    assert [(r.name, r.enabled) for r in Tables(store).rows()] == [
+        ("a", True),
+        ("b", False),
+        ("c", True),
+    ]
