@@ -58,7 +58,7 @@ MAX_TEXT = 4000
 DEFAULT_DTSTART = datetime(2001, 1, 1)
 #: A ``COUNT`` is expanded once when the spec is read; above this, ``UNTIL`` says the same.
 MAX_COUNT = 100_000
-#: A set without an instant this many years after its start is refused (the Gregorian calendar
+#: A rule without an instant this many years after its start is refused (the Gregorian calendar
 #: repeats every 400 years: a rule without one there has none ever).
 HORIZON_YEARS = 400
 
@@ -94,10 +94,9 @@ class _Rule:
     def walls(self, after: datetime) -> Iterator[datetime]:
         """The rule's wall times from ``after`` (naive local) on, ascending: expanded from the
         latest period that keeps the grid and starts before ``after``."""
-        start = self._restart(after)
-        text = "RRULE:" + ";".join(f"{k}={v}" for k, v in self.parts)
-        expanded = rrulestr(text, dtstart=start)
-        return (wall for wall in expanded.xafter(after, inc=True))
+        expanded = rrulestr("RRULE:" + _join(dict(self.parts)), dtstart=self._restart(after))
+        found: Iterator[datetime] = expanded.xafter(after, inc=True)
+        return found
 
     def _restart(self, before: datetime) -> datetime:
         """A start at the beginning of a period ``k * INTERVAL`` periods after DTSTART's,
