@@ -15,7 +15,8 @@ from ..store.backfill import BackfillReport
 from ..store.sync import SyncReport
 from .calendars import Calendar, Calendars
 from .session import Session
-from .writes import Schedules, preview_spec, preview_spec_slots, spec_dst_notes
+from .specs import preview_spec, preview_spec_slots, spec_dst_notes
+from .writes import Schedules
 
 __all__ = [
     "UNHEALTHY_REASONS",

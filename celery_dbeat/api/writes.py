@@ -35,14 +35,12 @@ from typing_extensions import Unpack
 from ..clock import Clock
 from ..config import Settings
 from ..core.audit import Action, Actor
-from ..core.calendars import PreviewSlot
-from ..core.counts import require_count
 from ..core.definitions import CREATE_ARGUMENTS, Definition, create_arguments, pause_note
 from ..core.errors import ConfigOwned, ScheduleNotFound, ValidationError
 from ..core.fields import ScheduleFields
 from ..core.origins import API_ORIGIN, APPLIED_ORIGINS, CONFIG_ORIGIN
 from ..core.specs import Spec
-from ..core.timing import DstNote, require_aware
+from ..core.timing import require_aware
 from ..results import ScheduleInfo
 from ..store import Store, audit, backfill, fires, schedules
 from ..store.backfill import BackfillReport
@@ -50,63 +48,7 @@ from ..store.sync import SyncReport, apply_definitions
 from .calendars import Calendars
 from .reads import Reads
 
-__all__ = ["Schedules", "preview_spec", "preview_spec_slots", "spec_dst_notes"]
-
-
-def preview_spec(
-    schedule: Spec,
-    *,
-    count: int = 5,
-    after: datetime,
-    start_at: datetime | None = None,
-    end_at: datetime | None = None,
-) -> list[datetime]:
-    """The next ``count`` slots of an ad-hoc spec after ``after``; an interval is anchored at
-    ``start_at`` or else at ``after``."""
-    require_aware("after", after)
-    definition = Definition.create(
-        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
-    )
-    return definition.timing(start_at or after).preview(after, require_count(count))
-
-
-def preview_spec_slots(
-    schedule: Spec,
-    *,
-    count: int = 5,
-    after: datetime,
-    start_at: datetime | None = None,
-    end_at: datetime | None = None,
-) -> list[PreviewSlot]:
-    """:func:`preview_spec`'s slots, each with the DST changes that moved it or repeated its
-    wall time (:attr:`PreviewSlot.dst`)."""
-    require_aware("after", after)
-    definition = Definition.create(
-        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
-    )
-    timing = definition.timing(start_at or after)
-    slots = timing.preview(after, require_count(count))
-    return [
-        PreviewSlot(slot, dst=dst) for slot, dst in zip(slots, timing.dst_marks(slots), strict=True)
-    ]
-
-
-def spec_dst_notes(
-    schedule: Spec,
-    *,
-    after: datetime,
-    until: datetime,
-    start_at: datetime | None = None,
-    end_at: datetime | None = None,
-) -> list[DstNote]:
-    """The wall times of an ad-hoc spec that a DST change moves or repeats in ``(after,
-    until]`` (:meth:`Reads.dst_notes` of a stored schedule)."""
-    require_aware("after", after)
-    require_aware("until", until)
-    definition = Definition.create(
-        name="preview", task="preview", schedule=schedule, start_at=start_at, end_at=end_at
-    )
-    return definition.timing(start_at or after).dst_notes(after, until)
+__all__ = ["Schedules"]
 
 
 class Schedules(Reads):
