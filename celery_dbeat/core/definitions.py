@@ -24,7 +24,7 @@ from .slot_arguments import check_slot_kwargs
 from .specs import SPEC_CLASSES, Spec, SpecFields
 from .text import refuse_control_characters, unprintable
 from .timing import Timing, build_timing
-from .timing.rrule import zone_of
+from .timing.rruletext import zone_of
 from .validation import MAX_CATCHUP_LIMIT, dump_json, parse_args, parse_kwargs, parse_options
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from .durations import parse_duration
 from .errors import ValidationError
 from .formats import iso, seconds_text
-from .timing.rrule import zone_of
+from .timing.rruletext import zone_of
 
 __all__ = [
     "DAYS_ALL",

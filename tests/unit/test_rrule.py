@@ -18,7 +18,7 @@ from celery_dbeat import Rrule
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.errors import ValidationError
 from celery_dbeat.core.timing import build_timing
-from celery_dbeat.core.timing.rrule import HORIZON_YEARS, MAX_COUNT
+from celery_dbeat.core.timing.rruletext import HORIZON_YEARS, MAX_COUNT
 
 UTC = timezone.utc
 ANCHOR = datetime(2024, 1, 10, 15, 45, tzinfo=UTC)

@@ -25,15 +25,15 @@ library's. What is read:
   the rule's wall times from ``DTSTART``, before exclusions (RFC 5545).
 
 Refused, with one line each: ``EXRULE`` (deprecated by RFC 5545), ``RDATE`` periods, ``COUNT``
-with ``UNTIL``, a ``COUNT`` above :data:`MAX_COUNT`, a rule dateutil cannot read, and a rule with
-no instant within :data:`HORIZON_YEARS` years of its start.
+with ``UNTIL`` or without ``DTSTART``, a ``COUNT`` above :data:`~.rruletext.MAX_COUNT`, a rule
+dateutil cannot read, and a rule with no instant within :data:`~.rruletext.HORIZON_YEARS` years
+of its start (:mod:`.rruletext` reads and checks the text).
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
@@ -44,9 +44,10 @@ from dateutil.rrule import rrulestr
 
 from ..errors import ValidationError, one_of
 from .dst import DstFold, DstGap
+from .rruletext import WEEKDAYS, join_parts, lines, rule_parts, stamp, unsupported
 from .zoned import WallClock
 
-__all__ = ["DEFAULT_DTSTART", "HORIZON_YEARS", "MAX_COUNT", "MAX_TEXT", "RruleSpec", "zone_of"]
+__all__ = ["DEFAULT_DTSTART", "MAX_TEXT", "RruleSpec"]
 
 UTC = timezone.utc
 
@@ -56,28 +57,6 @@ MAX_TEXT = 4000
 #: What the rule leaves out (an hourly rule's minute, a monthly rule's day, a weekly rule's day,
 #: the phase of an ``INTERVAL``) comes from it, the same for every schedule whenever it was made.
 DEFAULT_DTSTART = datetime(2001, 1, 1)
-#: A ``COUNT`` is expanded once when the spec is read; above this, ``UNTIL`` says the same.
-MAX_COUNT = 100_000
-#: A rule without an instant this many years after its start is refused (the Gregorian calendar
-#: repeats every 400 years: a rule without one there has none ever).
-HORIZON_YEARS = 400
-
-_FREQS = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY")
-_WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
-_DAY_PARTS = ("BYWEEKNO", "BYYEARDAY", "BYMONTHDAY", "BYDAY", "BYEASTER")
-#: The values RFC 5545 allows in each numeric BY part (zero never; negative from the end where a
-#: range is given as ``(-most, most)``). dateutil checks some only when it walks the rule.
-_RANGES = {
-    "BYSECOND": (0, 59),
-    "BYMINUTE": (0, 59),
-    "BYHOUR": (0, 23),
-    "BYMONTH": (1, 12),
-    "BYMONTHDAY": (-31, 31),
-    "BYYEARDAY": (-366, 366),
-    "BYWEEKNO": (-53, 53),
-    "BYSETPOS": (-366, 366),
-}
-_STAMP = re.compile(r"(\d{8})(?:T(\d{6})(Z?))?\Z")
 
 
 @dataclass(frozen=True)
@@ -94,7 +73,7 @@ class _Rule:
     def walls(self, after: datetime) -> Iterator[datetime]:
         """The rule's wall times from ``after`` (naive local) on, ascending: expanded from the
         latest period that keeps the grid and starts before ``after``."""
-        expanded = rrulestr("RRULE:" + _join(dict(self.parts)), dtstart=self._restart(after))
+        expanded = rrulestr("RRULE:" + join_parts(dict(self.parts)), dtstart=self._restart(after))
         found: Iterator[datetime] = expanded.xafter(after, inc=True)
         return found
 
@@ -182,20 +161,6 @@ class RruleSpec(WallClock):
         return total
 
 
-def zone_of(text: Any, timezone: str | None) -> str:
-    """The zone a recurrence set is read in: the one its ``DTSTART`` names (``TZID``, or UTC for
-    a ``Z`` value) unless ``timezone`` names another than UTC (:func:`_parse` refuses the two
-    when they differ), else ``timezone``, else UTC."""
-    if timezone not in (None, "", "UTC"):
-        return str(timezone)
-    try:
-        starts = [line for line in _lines(text) if line[0] == "DTSTART"]
-        named = _stamp(text, *starts[0])[0] if len(starts) == 1 else None
-    except (ValidationError, TypeError, AttributeError):
-        named = None
-    return named or "UTC"
-
-
 def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None) -> RruleSpec:
     from .cron import load_zone  # cron's zone rules, one place
 
@@ -203,15 +168,15 @@ def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None)
         raise ValidationError("rrule", text, "must be an RFC 5545 rule such as 'FREQ=DAILY'")
     if len(text) > MAX_TEXT:
         raise ValidationError("rrule", text, f"is longer than {MAX_TEXT} characters")
-    lines = _lines(text)
-    starts = [line for line in lines if line[0] == "DTSTART"]
+    read_lines = lines(text)
+    starts = [line for line in read_lines if line[0] == "DTSTART"]
     if len(starts) > 1:
         raise ValidationError("rrule", text, "has more than one DTSTART")
     zone_name = tz
     start_wall: datetime | None = None
     if starts:
         _, params, value = starts[0]
-        start_zone, start_wall = _stamp(text, "DTSTART", params, value)
+        start_zone, start_wall = stamp(text, "DTSTART", params, value)
         if start_zone is not None:
             if tz not in (None, "UTC", start_zone):
                 raise ValidationError(
@@ -230,12 +195,13 @@ def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None)
     dates: list[datetime] = []
     instants: list[datetime] = []
     excluded: set[datetime] = set()
-    for name, params, value in lines:
+    for name, params, value in read_lines:
         if name == "RRULE":
-            rules.append(_rule(text, value, start_wall, dtstart_given))
+            read = rule_parts(text, value, start_wall, dtstart_given)
+            rules.append(_Rule(read.parts, read.freq, read.interval, start_wall, read.until))
         elif name in ("RDATE", "EXDATE"):
             for item in value.split(","):
-                stamp_zone, wall = _stamp(text, name, params, item)
+                stamp_zone, wall = stamp(text, name, params, item)
                 if name == "EXDATE":
                     excluded.add(_wall_in(wall, stamp_zone, zone, load_zone))
                 elif stamp_zone in (None, zone.key):
@@ -243,7 +209,7 @@ def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None)
                 else:
                     instants.append(_instant(wall, stamp_zone, load_zone))
         elif name != "DTSTART":
-            raise ValidationError("rrule", text, _unsupported(name))
+            raise ValidationError("rrule", text, unsupported(name))
     if not rules and not dates and not instants:
         raise ValidationError("rrule", text, "has no RRULE and no RDATE")
     return RruleSpec(
@@ -258,52 +224,6 @@ def _parse(text: str, tz: str | None, dst_gap: str | None, dst_fold: str | None)
     )
 
 
-def _unsupported(name: str) -> str:
-    if name == "EXRULE":
-        return "EXRULE is deprecated by RFC 5545 and not supported: list the dates in EXDATE"
-    return f"has a {name} line: only DTSTART, RRULE, RDATE and EXDATE are read"
-
-
-def _lines(text: str) -> list[tuple[str, str, str]]:
-    """``(NAME, params, value)`` of each content line (RFC 5545 folding undone); a bare rule
-    (``FREQ=...``) is an RRULE."""
-    unfolded = re.sub(r"\r?\n[ \t]", "", text.strip())
-    found = []
-    for raw in unfolded.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if line.upper().startswith("FREQ="):
-            line = "RRULE:" + line
-        head, colon, value = line.partition(":")
-        if not colon or not value.strip():
-            raise ValidationError("rrule", text, f"line {line!r} is not NAME:VALUE")
-        name, _, params = head.partition(";")
-        found.append((name.strip().upper(), params.strip(), value.strip()))
-    return found
-
-
-def _stamp(text: str, name: str, params: str, value: str) -> tuple[str | None, datetime]:
-    """The zone (``TZID``, ``"UTC"`` for a ``Z`` value, ``None`` when floating) and the wall
-    time of a DTSTART, RDATE or EXDATE value."""
-    options = dict(p.partition("=")[::2] for p in params.split(";") if p)
-    options = {k.strip().upper(): v.strip().strip('"') for k, v in options.items()}
-    if options.get("VALUE", "DATE-TIME").upper() == "PERIOD" or "/" in value:
-        raise ValidationError("rrule", text, f"{name} periods are not supported: give instants")
-    match = _STAMP.match(value.strip())
-    if match is None:
-        raise ValidationError(
-            "rrule", text, f"{name} value {value!r} is not a date-time such as 20260130T180000"
-        )
-    day, clock, utc = match.groups()
-    try:
-        wall = datetime.strptime(day + (clock or "000000"), "%Y%m%d%H%M%S")
-    except ValueError:
-        raise ValidationError("rrule", text, f"{name} value {value!r} is not a date") from None
-    zone = "UTC" if utc else options.get("TZID")
-    return zone, wall
-
-
 def _wall_in(wall: datetime, stamp_zone: str | None, zone: Any, load_zone: Any) -> datetime:
     """An EXDATE's wall time in the schedule's zone."""
     if stamp_zone in (None, zone.key):
@@ -316,91 +236,6 @@ def _instant(wall: datetime, stamp_zone: str, load_zone: Any) -> datetime:
     return wall.replace(tzinfo=load_zone(stamp_zone, "rrule")).astimezone(UTC)
 
 
-def _rule(text: str, value: str, start: datetime, dtstart_given: bool) -> _Rule:
-    parts: dict[str, str] = {}
-    for piece in value.split(";"):
-        key, equals, part = piece.partition("=")
-        key = key.strip().upper()
-        if not equals or not key:
-            raise ValidationError("rrule", text, f"rule part {piece!r} is not NAME=VALUE")
-        if key in parts:
-            raise ValidationError("rrule", text, f"rule part {key} is given twice")
-        parts[key] = part.strip().upper()
-    for key, (least, most) in _RANGES.items():
-        for item in parts.get(key, "").split(",") if key in parts else ():
-            if (
-                not re.fullmatch(r"[+-]?\d{1,3}", item)
-                or not least <= int(item) <= most
-                or (least < 0 and int(item) == 0)
-            ):
-                problem = (
-                    f"{key}={parts[key]}: each value must be a whole number from {least} to {most}"
-                )
-                raise ValidationError("rrule", text, problem + (", not 0" if least < 0 else ""))
-    freq_name = parts.get("FREQ")
-    if freq_name not in _FREQS:
-        raise ValidationError("rrule", text, f"FREQ must be one of {', '.join(_FREQS)}")
-    freq = _FREQS.index(freq_name)
-    if "COUNT" in parts and not dtstart_given:
-        problem = "COUNT counts from DTSTART: give one (DTSTART;TZID=Europe/London:20270101T090000)"
-        raise ValidationError("rrule", text, problem)
-    if "COUNT" in parts and "UNTIL" in parts:
-        raise ValidationError("rrule", text, "gives both COUNT and UNTIL (RFC 5545: one or none)")
-    until: datetime | None = None
-    if parts.get("UNTIL", "").endswith("Z"):
-        stamp = _STAMP.match(parts.pop("UNTIL"))
-        if stamp is None:
-            raise ValidationError(
-                "rrule", text, "UNTIL is not a date-time such as 20261231T000000Z"
-            )
-        until = datetime.strptime(stamp[1] + (stamp[2] or "000000"), "%Y%m%d%H%M%S")
-        until = until.replace(tzinfo=UTC)
-    try:
-        interval = int(parts.get("INTERVAL", "1"))
-        if interval < 1:
-            raise ValueError("INTERVAL must be 1 or more")
-        count = int(parts["COUNT"]) if "COUNT" in parts else None
-        if count is not None and not 1 <= count <= MAX_COUNT:
-            raise ValueError(f"COUNT must lie between 1 and {MAX_COUNT} (use UNTIL)")
-        rrulestr("RRULE:" + _join(parts), dtstart=start)
-        parts.update(_defaults(parts, freq, start))
-        _check_reachable(text, parts, freq, start)
-        if count is not None:
-            # COUNT counts from DTSTART: it ends at its last wall time, which UNTIL says too.
-            last = list(rrulestr("RRULE:" + _join(parts), dtstart=start))[-1]
-            del parts["COUNT"]
-            parts["UNTIL"] = last.strftime("%Y%m%dT%H%M%S")
-    except (ValueError, TypeError, OverflowError, KeyError, IndexError) as exc:
-        raise ValidationError("rrule", text, f"rule {value!r}: {exc}") from None
-    return _Rule(tuple(parts.items()), freq, interval, start, until)
-
-
-def _join(parts: dict[str, str]) -> str:
-    return ";".join(f"{k}={v}" for k, v in parts.items())
-
-
-def _defaults(parts: dict[str, str], freq: int, start: datetime) -> dict[str, str]:
-    """The parts dateutil takes from DTSTART when the rule leaves them out, written out: a rule
-    that starts again at a later period keeps the same wall times."""
-    found: dict[str, str] = {}
-    if not any(p in parts for p in _DAY_PARTS):
-        if freq == 0:  # YEARLY
-            found.setdefault("BYMONTH", parts.get("BYMONTH", str(start.month)))
-            found["BYMONTHDAY"] = str(start.day)
-        elif freq == 1:  # MONTHLY
-            found["BYMONTHDAY"] = str(start.day)
-        elif freq == 2:  # WEEKLY
-            found["BYDAY"] = _WEEKDAYS[start.weekday()]
-    for part, below, value in (
-        ("BYHOUR", 4, start.hour),
-        ("BYMINUTE", 5, start.minute),
-        ("BYSECOND", 6, start.second),
-    ):
-        if part not in parts and freq < below:
-            found[part] = str(value)
-    return found
-
-
 def _period_start(start: datetime, freq: int, parts: Any) -> datetime:
     """The beginning of the period (of the rule's FREQ) that holds ``start``."""
     midnight = datetime.combine(start.date(), time.min)
@@ -409,7 +244,7 @@ def _period_start(start: datetime, freq: int, parts: Any) -> datetime:
     if freq == 1:
         return midnight.replace(day=1)
     if freq == 2:
-        week_start = _WEEKDAYS.index(dict(parts).get("WKST", "MO"))
+        week_start = WEEKDAYS.index(dict(parts).get("WKST", "MO"))
         return midnight - timedelta(days=(start.weekday() - week_start) % 7)
     if freq == 3:
         return midnight
@@ -444,39 +279,6 @@ def _add_periods(unit: datetime, freq: int, periods: int) -> datetime:
     if freq == 2:
         return unit + timedelta(weeks=periods)
     return unit + timedelta(seconds=_UNIT_SECONDS[freq] * periods)
-
-
-def _check_reachable(text: str, parts: dict[str, str], freq: int, start: datetime) -> None:
-    """Refuse a rule with no wall time within :data:`HORIZON_YEARS` of its start. dateutil
-    would search a rule whose days never match up to the year 9999, a day (or a minute) at a
-    time: the days a weekly or finer rule may fire on are looked for first, by a YEARLY rule of
-    its day parts, which expands a year at a time."""
-    horizon = start + relativedelta(years=HORIZON_YEARS)
-    until = min(_until_wall(parts), horizon).strftime("%Y%m%dT%H%M%S")
-    bounded = {k: v for k, v in parts.items() if k != "COUNT"} | {"UNTIL": until}
-    days = {k: v for k, v in parts.items() if k in (*_DAY_PARTS, "BYMONTH", "WKST")}
-    found: datetime | None = start
-    try:
-        if freq >= 2 and set(days) - {"WKST"}:
-            midnight = datetime.combine(start.date(), time.min)
-            probe = rrulestr(f"RRULE:FREQ=YEARLY;{_join(days)};UNTIL={until}", dtstart=midnight)
-            found = probe.after(midnight, inc=True)
-        if found is not None:
-            found = rrulestr("RRULE:" + _join(bounded), dtstart=start).after(start, inc=True)
-    except (ValueError, TypeError) as exc:  # "byxxx generates an empty set", when walked
-        raise ValidationError("rrule", text, f"rule {_join(parts)!r}: {exc}") from None
-    if found is None:
-        problem = f"rule {_join(parts)!r} yields no instant within {HORIZON_YEARS} years of {start}"
-        raise ValidationError("rrule", text, problem)
-
-
-def _until_wall(parts: dict[str, str]) -> datetime:
-    until = parts.get("UNTIL")
-    if until is None:
-        return datetime.max.replace(microsecond=0) - timedelta(days=1)
-    match = _STAMP.match(until)
-    assert match is not None  # read by dateutil already
-    return datetime.strptime(match[1] + (match[2] or "000000"), "%Y%m%d%H%M%S")
 
 
 #: :func:`_parse` of well-typed arguments, remembered (a spec is immutable; errors are not).
