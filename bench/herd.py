@@ -191,7 +191,8 @@ def _start_profile(run: Run, out: Path | None) -> subprocess.Popen[bytes]:
     spy = Path(sys.executable).with_name("py-spy")
     pid = run.beats[0].popen.pid
     return subprocess.Popen(
-        [str(spy), "record", "--pid", str(pid), "-r", "200", "-f", "raw", "-o", f"{out}.raw"],
+        [str(spy), "record", "--pid", str(pid), "-r", "200", "-f", "raw", "-o", f"{out}.raw"]
+        + (["--gil"] if os.environ.get("BENCH_PROFILE_GIL") else []),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -23,6 +23,7 @@ recovery and catch-up (:meth:`chunk`).
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -243,7 +244,10 @@ def log_fire(
 ) -> None:
     """One structured line per fire decision (``sent``, ``skipped``, ``dropped``, ``overlap``,
     ``buffered``, ``queued``), as ``key=value`` text and as the record's ``dbeat`` attribute
-    (for JSON log formatters)."""
+    (for JSON log formatters). Nothing is built unless the line is logged: the beat says
+    ``sent`` for every fire it publishes, and runs at Celery's default WARNING level."""
+    if not logger.isEnabledFor(logging.INFO):
+        return
     fields = {"decision": decision, "schedule": schedule, "slot": slot.isoformat()}
     if task_id is not None:
         fields["task_id"] = task_id

@@ -170,8 +170,9 @@ class ScheduleRow:
 
     @classmethod
     def from_row(cls, row: Any) -> ScheduleRow:
-        """From a database row of the planning columns (anything with ``_asdict``)."""
-        return cls(**row._asdict())
+        """From a database row of the planning columns, in the order of this class's fields
+        (``celery_dbeat.store.reading.PLAN_COLUMNS``, then ``next_run_at_text`` if read)."""
+        return cls(*row)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kombu import compression
 from kombu.exceptions import SerializerNotInstalled
@@ -251,7 +251,45 @@ def check_accepted(options: Mapping[str, Any], accept_content: Collection[str] |
     )
 
 
+_Parsed = TypeVar("_Parsed")
+
+#: Stored texts each parser accepted lately, by field. A beat parses a schedule's args, kwargs
+#: and options when it plans a fire and again when it publishes it, and a schedule's texts
+#: rarely change: a text accepted once is only loaded again (fresh objects: callers change
+#: them), not checked. Bounded: emptied when full; longer texts are checked every time, and so
+#: are options naming a serializer or a compression (kombu's registries may change).
+_ACCEPTED: dict[tuple[str, str], None] = {}
+_ACCEPTED_MOST = 4096
+_ACCEPTED_LONGEST = 1024
+
+
+def _parsed(field: str, value: Any, check: Callable[[Any], _Parsed]) -> _Parsed:
+    """``check(value)``, or for a text it accepted lately, the text loaded."""
+    text = isinstance(value, str) and len(value) <= _ACCEPTED_LONGEST
+    if text and (field, value) in _ACCEPTED:
+        loaded: _Parsed = json.loads(value)
+        return loaded
+    data = check(value)
+    if text and not (isinstance(data, dict) and {"serializer", "compression"} & data.keys()):
+        if len(_ACCEPTED) >= _ACCEPTED_MOST:
+            _ACCEPTED.clear()
+        _ACCEPTED[field, value] = None
+    return data
+
+
 def parse_args(value: Any) -> list[Any]:
+    return _parsed("args", value, _parse_args)
+
+
+def parse_kwargs(value: Any) -> dict[str, Any]:
+    return _parsed("kwargs", value, _parse_kwargs)
+
+
+def parse_options(value: Any) -> dict[str, Any]:
+    return _parsed("options", value, _parse_options)
+
+
+def _parse_args(value: Any) -> list[Any]:
     data = _load("args", value)
     if isinstance(data, tuple):
         data = list(data)
@@ -261,7 +299,7 @@ def parse_args(value: Any) -> list[Any]:
     return data
 
 
-def parse_kwargs(value: Any) -> dict[str, Any]:
+def _parse_kwargs(value: Any) -> dict[str, Any]:
     data = _load("kwargs", value)
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise ValidationError("kwargs", value, "must be a JSON object with string keys")
@@ -269,7 +307,7 @@ def parse_kwargs(value: Any) -> dict[str, Any]:
     return data
 
 
-def parse_options(value: Any) -> dict[str, Any]:
+def _parse_options(value: Any) -> dict[str, Any]:
     data = _load("options", value)
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise ValidationError("options", value, "must be a JSON object with string keys")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -33,7 +33,7 @@ from .failures import driver_message
 from .fires import recorded_slots
 from .isolation import aside_values, isolated, set_schedule_aside
 from .models import F, S
-from .reading import UNREADABLE, read_rows
+from .reading import PLAN_COLUMNS, UNREADABLE, read_rows
 from .runs import run_states
 from .schedules import ensure_uid, paused_expression
 from .slot_arguments import with_previous_slots
@@ -88,10 +88,8 @@ _NEEDS_COMPUTE = sa.and_(
     S.c.last_error.is_(None),
 )
 
+
 #: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
-_PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
-
-
 class Peek(NamedTuple):
     """What :func:`peek` saw: when the earliest schedule is due, whether some need a
     recompute, the database clock (``None`` when there is none: see :mod:`.clock`), and when
@@ -367,7 +365,7 @@ def claim_due(
     late_since: datetime | None = None,
 ) -> Iterator[DueBatch]:
     """:meth:`.database.Store.claim_due`."""
-    columns: list[sa.ColumnElement[Any]] = list(_PLAN_COLUMNS)
+    columns: list[sa.ColumnElement[Any]] = list(PLAN_COLUMNS)
     if engine.dialect.name == "sqlite":
         columns.append(sa.type_coerce(S.c.next_run_at, sa.String).label("next_run_at_text"))
     with engine.begin() as conn:

@@ -22,17 +22,19 @@ this way too (:func:`read_rows_detailed`, which says which columns), and ``dbeat
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from ..core.definitions import FORM_FIELDS
+from ..core.fires import ScheduleRow
 from .models import Schedule
 
 __all__ = [
     "IN_CHUNK",
+    "PLAN_COLUMNS",
     "UNREADABLE",
     "Unreadable",
     "chunked",
@@ -44,6 +46,10 @@ __all__ = [
 ]
 
 S = cast(sa.Table, Schedule.__table__)
+
+#: The columns of a :class:`~celery_dbeat.core.fires.ScheduleRow`, in its fields' order (what
+#: :meth:`~celery_dbeat.core.fires.ScheduleRow.from_row` reads).
+PLAN_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
 T = TypeVar("T")
 
 #: Most values in one IN list (or rows in one bulk statement's list of keys).

@@ -15,7 +15,7 @@ it is recorded failed with the reason, as a fire that cannot be published is.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import sqlalchemy as sa
 from celery.utils.log import get_logger
@@ -30,13 +30,11 @@ from ..core.timing import Timing
 from .calendars import CalendarCache
 from .isolation import set_fire_aside
 from .models import F, S
-from .reading import chunked
+from .reading import PLAN_COLUMNS, chunked
 
 __all__ = ["with_previous_slots"]
 
 logger = get_logger(__name__)
-
-_ROW_COLUMNS = [S.c[f.name] for f in fields(ScheduleRow) if f.name != "next_run_at_text"]
 
 
 def with_previous_slots(
@@ -52,7 +50,7 @@ def with_previous_slots(
         return list(requests)
     known = {i: row for i, row in (rows or {}).items() if i in asking}
     for chunk in chunked(sorted(asking - set(known))):
-        for read in conn.execute(sa.select(*_ROW_COLUMNS).where(S.c.id.in_(chunk))):
+        for read in conn.execute(sa.select(*PLAN_COLUMNS).where(S.c.id.in_(chunk))):
             known[read.id] = ScheduleRow.from_row(read)
     calendars = CalendarCache().read(conn, [row.calendar for row in known.values()])
     finders: dict[int, tuple[Timing, Calendar | None] | str] = {}

@@ -319,6 +319,40 @@ def test_a_serializer_the_app_registers_is_accepted() -> None:
         unregister("upper")
 
 
+def test_a_text_parsed_again_gives_fresh_values_and_a_bad_one_is_refused_every_time() -> None:
+    # The beat parses the same stored texts when it plans and when it publishes each fire.
+    for _ in range(2):
+        args, kwargs = parse_args('[{"a": [1]}]'), parse_kwargs('{"k": {"v": 1}}')
+        options = parse_options('{"headers": {"h": "x"}, "queue": "q"}')
+        assert (args, kwargs, options) == (
+            [{"a": [1]}],
+            {"k": {"v": 1}},
+            {"headers": {"h": "x"}, "queue": "q"},
+        )
+        args[0]["a"].append(2)  # the caller's to change
+        kwargs["k"]["v"] = 2
+        options.pop("headers")
+    for _ in range(2):
+        with pytest.raises(ValidationError, match="must be JSON-serialisable"):
+            parse_args("[NaN]")
+        with pytest.raises(ValidationError, match="unsupported option 'eta'"):
+            parse_options('{"eta": 1}')
+
+
+def test_a_serializer_accepted_once_is_checked_again_once_kombu_no_longer_has_it() -> None:
+    from kombu.serialization import register, unregister
+
+    text = '{"serializer": "upper"}'
+    register("upper", lambda v: json.dumps(v).upper(), json.loads, "application/x-upper")
+    try:
+        assert parse_options(text) == {"serializer": "upper"}
+    finally:
+        unregister("upper")
+    with pytest.raises(ValidationError) as caught:
+        parse_options(text)
+    assert caught.value.field == "options.serializer"
+
+
 @pytest.mark.parametrize(
     ("accept_content", "serializer"),
     [
