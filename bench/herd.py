@@ -131,6 +131,7 @@ def ceiling(
 
     ``producers > 1``: that many such processes share the N messages (shown in the beats
     column): what this machine can publish in parallel at all, the bound of any scale-out.
+    The beat CPU column holds the producers' CPU seconds in their send loops.
     """
     run = Run(workdir, f"ceiling-{n}")
     rows: list[dict[str, Any]] = []
@@ -157,7 +158,10 @@ def ceiling(
                     proc.stdin.write(f"{slot}\n".encode())
                     proc.stdin.flush()
                 done = run.wait_length(n // producers * producers, timeout)
+                cpu = 0.0
                 for proc in procs:
+                    assert proc.stdout is not None
+                    cpu += float(proc.stdout.readline() or "nan")
                     proc.wait(timeout)
             finally:
                 for proc in procs:
@@ -174,6 +178,7 @@ def ceiling(
                 "msgs_per_s": None if drain is None else n / drain,
                 "delivered": run.queue_length(),
                 "duplicates": 0,
+                "beat_cpu_s": cpu,
             }
             rows.append(row)
             print(_line(row), flush=True)

@@ -18,7 +18,7 @@ from .engine import skips_locked
 from .failures import driver_message
 from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
-from .reading import IN_CHUNK, chunked, read_rows
+from .reading import IN_CHUNK, among, chunked, read_rows
 from .schedules import ensure_uid, load_schedule
 from .slot_arguments import with_previous_slots
 
@@ -69,7 +69,7 @@ def mark_sent(engine: Engine, task_ids: Sequence[str], now: datetime, beat: str)
         for chunk in chunked(ids):
             conn.execute(
                 sa.update(F)
-                .where(F.c.task_id.in_(chunk), F.c.status == FireStatus.PENDING.value)
+                .where(among(conn, F.c.task_id, chunk), F.c.status == FireStatus.PENDING.value)
                 .values(status=FireStatus.SENT.value, sent_at=now, beat=beat, error=None)
             )
 
@@ -220,7 +220,7 @@ def extend_leases(
     with engine.begin() as conn:
         _, lease_until = clock.moved(conn, now, lease_until)
         for chunk in chunked(task_ids):
-            held = sa.and_(F.c.task_id.in_(chunk), F.c.status == FireStatus.PENDING.value)
+            held = sa.and_(among(conn, F.c.task_id, chunk), F.c.status == FireStatus.PENDING.value)
             conn.execute(
                 sa.update(F)
                 .where(held, F.c.lease_until == held_until)
@@ -245,7 +245,9 @@ def recorded_slots(
         slots = sorted({slot for _, slot in chunk})
         rows = conn.execute(
             sa.select(F.c.schedule_id, F.c.slot).where(
-                F.c.schedule_id.in_(ids), F.c.slot.in_(slots), F.c.manual.is_(False)
+                among(conn, F.c.schedule_id, ids),
+                among(conn, F.c.slot, slots),
+                F.c.manual.is_(False),
             )
         )
         found.update((r.schedule_id, r.slot) for r in rows)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Row
 
 from ..core.definitions import FORM_FIELDS
@@ -37,6 +38,7 @@ __all__ = [
     "PLAN_COLUMNS",
     "UNREADABLE",
     "Unreadable",
+    "among",
     "chunked",
     "named_rows",
     "read_rows",
@@ -54,6 +56,20 @@ T = TypeVar("T")
 
 #: Most values in one IN list (or rows in one bulk statement's list of keys).
 IN_CHUNK = 1000
+
+
+def among(
+    conn: Connection, column: sa.ColumnElement[T], values: Sequence[T]
+) -> sa.ColumnElement[bool]:
+    """``column IN (values)``. On PostgreSQL ``column = ANY(:values)``, one array: an IN list is
+    a parameter per value, which SQLAlchemy and the driver process one at a time (a beat's
+    batch of 500 task ids cost 7-10 µs of CPU each that way, 1.3 µs as an array)."""
+    if conn.dialect.name == "postgresql":
+        # Strings as text: cast to varchar(n), a longer value would be cut, and could match.
+        item = sa.Text() if isinstance(column.type, sa.String) else column.type
+        array = postgresql.ARRAY(item)
+        return column == sa.any_(sa.bindparam(None, list(values), type_=array))
+    return column.in_(values)
 
 
 def chunked(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:

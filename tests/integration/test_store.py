@@ -609,3 +609,37 @@ def test_concurrent_claims_of_stale_pending_fires_never_get_the_same_fire(
     rest = [r.task_id for r in store.claim_stale_pending(now, now + LEASE, 12)]
     assert not set(rest) & set(everything), (claimed, rest)
     assert sorted(everything + rest) == [f"t{n:02}" for n in range(12)], claimed
+
+
+def test_among_matches_exactly_the_values_given_however_many(store: Store, tables: Tables) -> None:
+    # An IN list on most backends, one array on PostgreSQL (mark_sent, recorded_slots).
+    from celery_dbeat.store.reading import among
+
+    schedule_id = tables.insert("s")
+    task_ids = [f"{i:036d}" for i in range(1500)]  # as long as the column holds
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(F),
+            [
+                {
+                    "schedule_id": schedule_id,
+                    "slot": at("09:00") + timedelta(minutes=i),
+                    "manual": False,
+                    "status": "pending",
+                    "slot_count": 1,
+                    "task_id": task_id,
+                    "recorded_at": at("09:00"),
+                    "attempts": 0,
+                }
+                for i, task_id in enumerate(task_ids)
+            ],
+        )
+    wanted = [*task_ids[::3], f"{task_ids[1]}0"]  # longer: matches nothing, not task_ids[1]
+    slots = [at("09:00"), at("09:02"), at("09:00") + timedelta(days=2)]
+    with store.engine.connect() as conn:
+        found = conn.execute(sa.select(F.c.task_id).where(among(conn, F.c.task_id, wanted)))
+        assert sorted(found.scalars()) == task_ids[::3]
+        at_slots = conn.execute(sa.select(F.c.task_id).where(among(conn, F.c.slot, slots)))
+        assert sorted(at_slots.scalars()) == [task_ids[0], task_ids[2]]
+        none = conn.execute(sa.select(F.c.task_id).where(among(conn, F.c.task_id, [])))
+        assert list(none) == []
