@@ -54,10 +54,18 @@ def load_dbeat(run: Run, n: int, *, spread: bool = False, batch: int = 2000) -> 
     return time.perf_counter() - started
 
 
-def arm_dbeat(run: Run, slot: float) -> None:
+def arm_dbeat(run: Run, slot: float, spread: int = 0) -> None:
+    """Every schedule due at ``slot``; with ``spread``, at ``slot`` plus (its id modulo
+    ``spread``) seconds instead."""
     at = datetime.fromtimestamp(slot, UTC)
     with run.engine.begin() as conn:
-        conn.execute(sa.text("UPDATE dbeat_schedules SET next_run_at = :at"), {"at": at})
+        conn.execute(
+            sa.text(
+                "UPDATE dbeat_schedules SET next_run_at = :at"
+                " + (id % :spread) * interval '1 second'"
+            ),
+            {"at": at, "spread": max(spread, 1)},
+        )
     # The bulk update leaves a dead copy of every row; vacuum as autovacuum soon would.
     with run.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("VACUUM ANALYZE dbeat_schedules")

@@ -10,7 +10,9 @@ sets: about 3.5 KiB each).
 
 Reported: RSS 10 s after the beat said it was ready (its ``setup_schedule``, the sync included,
 has run), then every schedule armed due at one slot (as the herd does) and RSS again once all N
-messages are on the broker (and 2 s more), and the peak (VmHWM).
+messages are on the broker (and 2 s more), and the peak (VmHWM). With ``seconds``, the beat then
+keeps firing for that long: every schedule once per pass of :data:`PASS` seconds (N/PASS fires a
+second, history rows piling up), RSS read after each pass.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from bench.services import Run
 
 #: Seconds after the beat says it is ready, and after the last message, before RSS is read.
 SETTLE = 10.0
+#: Seconds over which one pass of the firing that follows spreads every schedule's fire.
+PASS = 600
 
 
 def app_config_mb(n: int, every: bool = False) -> float:
@@ -55,7 +59,7 @@ def app_config_mb(n: int, every: bool = False) -> float:
 
 
 def memory(
-    workdir: Path, n: int, source: str = "stored", *, timeout: float = 1800
+    workdir: Path, n: int, source: str = "stored", *, timeout: float = 1800, seconds: float = 0
 ) -> dict[str, Any]:
     run = Run(workdir, f"memory-{source}-{n}")
     try:
@@ -94,7 +98,29 @@ def memory(
             if source == "stored"
             else app_config_mb(n, every=source == "config-every"),
         }
+        if seconds:
+            row.update(_keep_firing(run, beat, n, seconds))
         print(f"  memory: {row}", flush=True)
         return row
     finally:
         run.close()
+
+
+def _keep_firing(run: Run, beat: Any, n: int, seconds: float) -> dict[str, Any]:
+    """Passes of :data:`PASS` seconds for ``seconds``, each firing every schedule once (the
+    queue emptied between passes); RSS after each."""
+    started = time.time()
+    rss: list[float] = []
+    while time.time() - started < seconds:
+        run.clear_queue()
+        loaders.arm_dbeat(run, math.ceil(time.time() + LEAD), spread=PASS)
+        if run.wait_length(n, PASS + 600) is None:
+            break
+        rss.append(round(beat.ps.memory_info().rss / 2**20, 1))
+    return {
+        "fired_s": time.time() - started,
+        "passes": len(rss),
+        "rss_passes_mb": rss,
+        "rss_hour_mb": rss[-1] if rss else None,
+        "peak_rss_mb": beat.peak_rss_mb(),
+    }

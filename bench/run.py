@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> None:
         "--beats", type=int, action="append", help="scaleout: beat counts; ceiling: producers"
     )
     parser.add_argument("--seconds", type=float, default=120, help="steady/idle: measured time")
+    parser.add_argument(
+        "--firing", type=float, default=0, help="memory: seconds to keep firing after the herd"
+    )
     parser.add_argument("--warmup", type=float, default=60, help="steady: not counted")
     parser.add_argument("--edit-rate", type=float, default=1000)
     parser.add_argument("--timeout", type=float, default=600, help="herd: give up after")
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.scenario == "memory":
         for source in args.source or ["stored", "config"]:
             for n in args.n or [1_000, 100_000]:
-                emit([memory.memory(WORKDIR, n, source)])
+                emit([memory.memory(WORKDIR, n, source, seconds=args.firing)])
     elif args.scenario == "slowstart":
         for n in args.n or [100_000]:
             emit([load.slowstart(WORKDIR, n)])

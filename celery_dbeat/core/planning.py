@@ -20,7 +20,7 @@ from .misfire import LATE_WHILE_WATCHED, Bulk, MisfirePolicy, MisfireRules, Slot
 from .overlap import IDLE, OverlapPolicy, RunState, split_for_overlap
 from .timing import Timing, build_timing
 from .timing.jitter import fire_at
-from .validation import parse_args, parse_kwargs, parse_options
+from .validation import check_payload
 
 __all__ = [
     "catch_up_slots",
@@ -144,9 +144,7 @@ def _plan(
         timing = timing_of(row)
         rules = _watched(rules_of(row, defaults), row, now, watched)
         overlap = overlap_of(row)
-        parse_args(row.args)
-        parse_kwargs(row.kwargs)
-        parse_options(row.options)
+        check_payload(row.args, row.kwargs, row.options)
         if row.max_runs is not None and row.max_runs < 1:
             raise ValidationError("max_runs", row.max_runs, "must be >= 1")
     except ValidationError as exc:

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_TIME_LIMIT_SECONDS",
     "RESERVED_HEADERS",
     "check_accepted",
+    "check_payload",
     "dump_json",
     "parse_args",
     "parse_kwargs",
@@ -275,6 +276,19 @@ def _parsed(field: str, value: Any, check: Callable[[Any], _Parsed]) -> _Parsed:
             _ACCEPTED.clear()
         _ACCEPTED[field, value] = None
     return data
+
+
+def check_payload(args: Any, kwargs: Any, options: Any) -> None:
+    """Raise :class:`ValidationError` unless ``args``, ``kwargs`` and ``options`` parse (what
+    the beat checks when it plans a fire; it parses them when it publishes it). A text accepted
+    lately is not even loaded again."""
+    for field, value, parse in (
+        ("args", args, parse_args),
+        ("kwargs", kwargs, parse_kwargs),
+        ("options", options, parse_options),
+    ):
+        if not (isinstance(value, str) and (field, value) in _ACCEPTED):
+            parse(value)
 
 
 def parse_args(value: Any) -> list[Any]:
