@@ -8,9 +8,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from celery_dbeat.core.fires import (
     QUEUED_RUN_SLOTS,
+    TASK_ID_NAMESPACE,
     FireStatus,
     NewFire,
     ScheduleRow,
@@ -164,6 +167,23 @@ def test_fire_task_id_is_the_same_exactly_for_the_same_fire(
     first = fire_task_id(one[0], one[1], manual=one[2])
     second = fire_task_id(other[0], other[1], manual=other[2])
     assert (first == second) is same
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    uid=st.text(),
+    slot=st.datetimes(
+        min_value=datetime(1900, 1, 2), max_value=datetime(8999, 12, 30), timezones=st.timezones()
+    ),
+    manual=st.booleans(),
+)
+def test_fire_task_id_is_uuid5_of_the_schedule_and_the_slot_in_utc(
+    uid: str, slot: datetime, manual: bool
+) -> None:
+    # The formula its docstring gives, computed by the standard library.
+    instant = slot.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    name = f"{uid}\x00{'manual' if manual else 'slot'}\x00{instant}"
+    assert fire_task_id(uid, slot, manual=manual) == str(uuid.uuid5(TASK_ID_NAMESPACE, name))
 
 
 # Due rows --------------------------------------------------------------------------------------
