@@ -89,7 +89,6 @@ _NEEDS_COMPUTE = sa.and_(
 )
 
 
-#: The columns of a :class:`ScheduleRow` (the SQLite-only exact text of next_run_at aside).
 class Peek(NamedTuple):
     """What :func:`peek` saw: when the earliest schedule is due, whether some need a
     recompute, the database clock (``None`` when there is none: see :mod:`.clock`), and when
