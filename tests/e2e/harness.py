@@ -166,6 +166,8 @@ class Harness:
         env.update(
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])),
             PYTHONUNBUFFERED="1",
+            # A process stop_all must kill prints where each of its threads stood first.
+            PYTHONFAULTHANDLER="1",
             DBEAT_E2E_BROKER_URL=broker_url,
             DBEAT_E2E_RECEIPTS_URL=self.receipts_url,
             DBEAT_E2E_PREFIX=self.prefix,
@@ -289,7 +291,9 @@ class Harness:
             proc.popen.wait(10)
 
     def stop_all(self, procs: Iterable[Proc], timeout: float = 10) -> list[Proc]:
-        """SIGTERM ``procs`` at once, then SIGKILL those still running after ``timeout``.
+        """SIGTERM ``procs`` at once, then kill those still running after ``timeout``: SIGABRT
+        first, on which Python's faulthandler writes every thread's stack to the log, then
+        SIGKILL.
 
         Returns the ones that had to be killed."""
         procs = [p for p in procs if p.alive()]
@@ -304,8 +308,12 @@ class Harness:
             try:
                 proc.popen.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self._signal(proc, signal.SIGKILL, "kill")
-                proc.popen.wait(10)
+                self._signal(proc, signal.SIGABRT, "abort")
+                try:
+                    proc.popen.wait(5)
+                except subprocess.TimeoutExpired:
+                    self._signal(proc, signal.SIGKILL, "kill")
+                    proc.popen.wait(10)
                 killed.append(proc)
         return killed
 
