@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--beats", type=int, action="append", help="scaleout: beat counts; ceiling: producers"
+        "--beats",
+        type=int,
+        action="append",
+        help="scaleout: beat counts; ceiling: producers; steady: beats sharing the schedules",
     )
     parser.add_argument("--seconds", type=float, default=120, help="steady/idle: measured time")
     parser.add_argument(
@@ -125,7 +128,12 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.n or [100_000]:
             emit(
                 steady.steady(
-                    WORKDIR, n, warmup=args.warmup, seconds=args.seconds, edit_rate=args.edit_rate
+                    WORKDIR,
+                    n,
+                    warmup=args.warmup,
+                    seconds=args.seconds,
+                    edit_rate=args.edit_rate,
+                    beats=(args.beats or [1])[0],
                 )
             )
     elif args.scenario == "idle":

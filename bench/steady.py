@@ -93,22 +93,27 @@ def steady(
     seconds: float = 120,
     edit_rate: float = 1000,
     editors: int = 4,
+    beats: int = 1,
 ) -> list[dict[str, Any]]:
+    """``beats`` beats share the schedules (beat CPU is theirs together, peak RSS the most)."""
     run = Run(workdir, f"steady-{n}")
     rows: list[dict[str, Any]] = []
     try:
         load_s = loaders.load_dbeat(run, n, spread=True)
         print(f"  loaded {n} schedules through the API in {load_s:.1f}s", flush=True)
         rows.append({"scenario": "load", "system": "dbeat", "n": n, "load_s": load_s})
-        beat = run.start_beat("dbeat")
+        started = [run.start_beat("dbeat") for _ in range(beats)]
         collector = Collector(run)
         collector.start()
-        run.wait_ready(1)
+        run.wait_ready(beats)
         time.sleep(warmup)
 
-        cpu0, t0 = beat.cpu(), time.time()
+        def cpu() -> float:
+            return sum(beat.cpu() for beat in started)
+
+        cpu0, t0 = cpu(), time.time()
         time.sleep(seconds)
-        cpu1, t1 = beat.cpu(), time.time()
+        cpu1, t1 = cpu(), time.time()
 
         outs = [run.workdir / f"edits-{i}.json" for i in range(editors)]
         procs = [
@@ -130,14 +135,14 @@ def steady(
         t2 = time.time() + 2  # the editors' start-up
         for proc in procs:
             proc.wait(seconds + 120)
-        cpu2, t3 = beat.cpu(), time.time()
+        cpu2, t3 = cpu(), time.time()
         time.sleep(3)
         collector.stop()
         fires = collector.fires()
 
-        row = {"scenario": "steady", "system": "dbeat", "n": n, "seconds": t1 - t0}
-        row.update(_lags(fires, t0, t1))
-        row.update(beat_cpu_s=cpu1 - cpu0, peak_rss_mb=beat.peak_rss_mb())
+        row = {"scenario": "steady", "system": "dbeat", "n": n, "beats": beats}
+        row.update(seconds=t1 - t0, **_lags(fires, t0, t1))
+        row.update(beat_cpu_s=cpu1 - cpu0, peak_rss_mb=max(b.peak_rss_mb() for b in started))
         rows.append(row)
         print(f"  steady: {row}", flush=True)
 
