@@ -199,12 +199,13 @@ def other_table(rows: list[dict[str, Any]]) -> str:
             ("sampled", "sampled", ""),
         ],
         "memory": [
-            ("source", "schedules from", ""),
+            ("source", "schedules", ""),
             ("ready_s", "s to start", ".1f"),
             ("rss_started_mb", "MiB RSS after start-up", ".0f"),
             ("rss_fired_mb", "MiB RSS after firing all", ".0f"),
             ("peak_rss_mb", "MiB peak RSS", ".0f"),
             ("app_config_mb", "MiB the app's beat_schedule holds", ".0f"),
+            ("rss_hour_mb", "MiB RSS after --firing (- when not asked)", ".0f"),
         ],
         "idle": [
             ("cpu_s_per_min", "CPU s/min", ".2f"),
