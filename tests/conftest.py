@@ -17,7 +17,13 @@ import redis
 
 from celery_dbeat.store import Store, migrate
 from tests.chaos import summary as chaos_summary
-from tests.services import DATABASES, private_database, redis_url_or_skip, unique_name
+from tests.services import (
+    DATABASES,
+    install_schema,
+    private_database,
+    redis_url_or_skip,
+    unique_name,
+)
 
 #: Celery's own pytest plugin: ``celery_app`` and ``celery_worker`` (a worker in a thread of the
 #: test process, on the in-memory broker) for tests that need a worker but not real processes.
@@ -94,8 +100,9 @@ def postgres_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     when ``CI`` is set). Its clock of record is the test's (``server_clock=False``), as the
     integration ``store``'s is."""
     with private_database("postgresql", tmp_path_factory) as url:
+        install_schema(url)
         store = Store(url, server_clock=False)
-        migrate(store.engine)
+        migrate(store.engine)  # finds the copy at the head
         yield store
         store.close()
 

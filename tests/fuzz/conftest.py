@@ -12,18 +12,17 @@ temporary directory for the session (see below).
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from celery_dbeat.store import Store, migrate
+from celery_dbeat.store import Store
+from tests.services import install_schema
 
 _COMMON: dict[str, Any] = {
     "database": None,
@@ -62,22 +61,12 @@ def fuzz_settings(scale: float = 1.0, **overrides: Any) -> settings:
     return settings(profile, **{"max_examples": examples, **overrides})
 
 
-@pytest.fixture(scope="session")
-def _migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("fuzz-template") / "schedules.sqlite3"
-    store = Store(f"sqlite:///{path}")
-    migrate(store.engine)
-    store.close()
-    return path
-
-
 @pytest.fixture
-def migrated_sqlite_url(sqlite_url: str, _migrated_template: Path) -> str:
-    """``sqlite_url`` (tests/conftest.py), migrated: a copy of a database migrated once per
-    session, since examples come by the hundred (each clears it before it runs)."""
-    path = sa.make_url(sqlite_url).database
-    assert path is not None
-    shutil.copy(_migrated_template, path)
+def migrated_sqlite_url(sqlite_url: str) -> str:
+    """``sqlite_url`` (tests/conftest.py), migrated: a copy of a database migrated once
+    (:func:`tests.services.install_schema`), since examples come by the hundred (each clears it
+    before it runs)."""
+    install_schema(sqlite_url)
     return sqlite_url
 
 

@@ -33,6 +33,7 @@ from celery_dbeat.locks import DatabaseLock, FireLock
 from celery_dbeat.store import Fire, Schedule, Store, migrate
 from celery_dbeat.store import schedules as store_schedules
 from celery_dbeat.store.sync import SyncReport, sync_config
+from tests.services import install_schema
 
 UTC = timezone.utc
 #: A Monday, on the hour. Every test's clock starts here unless it says otherwise.
@@ -64,8 +65,9 @@ def store(database_url: str) -> Iterator[Store]:
     Leases follow the test's :class:`FixedClock` (``server_clock=False``), so a test can move
     time past them; tests/integration/test_skew.py covers the database-clock leases beats use.
     """
+    install_schema(database_url)
     store = Store(database_url, server_clock=False)
-    migrate(store.engine)
+    migrate(store.engine)  # finds the copy at the head
     _stores.append(store)
     yield store
     _stores.remove(store)

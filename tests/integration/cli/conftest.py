@@ -26,6 +26,7 @@ from celery_dbeat.config import Settings
 from celery_dbeat.core.specs import Every
 from celery_dbeat.locks import DatabaseLock
 from celery_dbeat.store import Store, migrate
+from tests.services import install_schema
 
 UTC = timezone.utc
 
@@ -94,7 +95,8 @@ def migrated(url: str) -> str:
 @pytest.fixture
 def cli(sqlite_url: str) -> Cli:
     """The CLI on a migrated SQLite database."""
-    return Cli(make_app(migrated(sqlite_url)))
+    install_schema(sqlite_url)
+    return Cli(make_app(sqlite_url))
 
 
 @pytest.fixture
