@@ -32,8 +32,6 @@ REDIS_URL = os.environ.get("DBEAT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 AMQP_URL = os.environ.get("DBEAT_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 
 DATABASES = ("sqlite", "postgresql", "mysql")
-#: Where private databases are created and dropped, by backend.
-_ADMIN_URLS = {"postgresql": POSTGRES_URL, "mysql": MYSQL_URL}
 
 
 def unavailable(what: str, url: str, reason: object) -> None:
@@ -107,7 +105,7 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         path = tmp_path_factory.mktemp("sqlite") / "schedules.sqlite3"
         yield f"sqlite:///{path}"
         return
-    admin_url = _ADMIN_URLS[kind]
+    admin_url = _admin_url(kind)
     try:
         admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
@@ -123,6 +121,12 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield url.render_as_string(hide_password=False)
     finally:
         _drop_database(admin_url, name)
+
+
+def _admin_url(kind: str) -> str:
+    """Where private databases of ``kind`` are created and dropped (MariaDB for any but
+    PostgreSQL and SQLite)."""
+    return POSTGRES_URL if kind == "postgresql" else MYSQL_URL
 
 
 def install_schema(url: str) -> None:
@@ -147,7 +151,7 @@ class _Template:
         store = Store(url.render_as_string(hide_password=False), server_clock=False)
         try:
             migrate(store.engine)
-            if url.get_backend_name() == "mysql":
+            if url.get_backend_name() in ("mysql", "mariadb"):
                 with store.engine.connect() as conn:
                     tables = list(conn.execute(sa.text("SHOW TABLES")).scalars())
                     # Foreign keys name tables only, never the database: the DDL runs anywhere.
@@ -165,7 +169,7 @@ class _Template:
         if backend == "sqlite":
             shutil.copyfile(str(self.url.database), str(target.database))
             return
-        admin = sa.create_engine(_ADMIN_URLS[backend], isolation_level="AUTOCOMMIT")
+        admin = sa.create_engine(_admin_url(backend), isolation_level="AUTOCOMMIT")
         try:
             with admin.connect() as conn:
                 if backend == "postgresql":
@@ -195,12 +199,12 @@ def _make_template(like: sa.URL) -> _Template:
         atexit.register(shutil.rmtree, Path(str(url.database)).parent, ignore_errors=True)
     else:
         name = unique_name("dbeat_template")
-        admin = sa.create_engine(_ADMIN_URLS[backend], isolation_level="AUTOCOMMIT")
+        admin = sa.create_engine(_admin_url(backend), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(sa.text(f"CREATE DATABASE {name}"))
         admin.dispose()
         url = like.set(database=name)
-        atexit.register(_drop_database, _ADMIN_URLS[backend], name)
+        atexit.register(_drop_database, _admin_url(backend), name)
     _templates[backend] = template = _Template(url)
     return template
 
