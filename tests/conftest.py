@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from celery_dbeat.store import Store, migrate
+from celery_dbeat.store import Store
 from tests.chaos import summary as chaos_summary
 from tests.services import (
     DATABASES,
@@ -102,7 +102,6 @@ def postgres_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     with private_database("postgresql", tmp_path_factory) as url:
         install_schema(url)
         store = Store(url, server_clock=False)
-        migrate(store.engine)  # finds the copy at the head
         yield store
         store.close()
 

@@ -7,6 +7,7 @@ CI can never pass by skipping.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import random
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -110,17 +112,16 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             conn.execute(sa.text("SELECT 1"))
+        admin.dispose()
     except Exception as exc:
         unavailable(kind, admin_url, exc)
     name = unique_name()
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    url = sa.make_url(admin_url).set(database=name)
-    admin.dispose()
+    _admin(admin_url, f"CREATE DATABASE {name}")
     try:
-        yield url.render_as_string(hide_password=False)
+        yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        _drop_database(admin_url, name)
+        force = " WITH (FORCE)" if kind == "postgresql" else ""
+        _admin(admin_url, f"DROP DATABASE IF EXISTS {name}{force}")
 
 
 def _admin_url(kind: str) -> str:
@@ -129,92 +130,83 @@ def _admin_url(kind: str) -> str:
     return POSTGRES_URL if kind == "postgresql" else MYSQL_URL
 
 
+def _admin(admin_url: str, *statements: str) -> None:
+    """Run ``statements`` on the server of ``admin_url``, outside any transaction."""
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            for statement in statements:
+                conn.exec_driver_sql(statement)
+    finally:
+        admin.dispose()
+
+
 def install_schema(url: str) -> None:
     """Bring the empty private database at ``url`` to the schema's head, as ``migrate`` would,
     in a fraction of its time: a copy of one database this process migrated once per backend
     (PostgreSQL: recreated ``TEMPLATE`` it; MariaDB: its tables' own ``SHOW CREATE TABLE``
-    and rows; SQLite: its file). ``migrate`` on the copy then finds it at the head. Alembic runs
-    each migration for real in the template, and on empty databases in test_migrations.py."""
-    parsed = sa.make_url(url)
-    template = _templates.get(parsed.get_backend_name()) or _make_template(parsed)
-    template.copy_to(parsed)
-
-
-class _Template:
-    """A database migrated to the head, and how to copy it (see :func:`install_schema`)."""
-
-    def __init__(self, url: sa.URL) -> None:
-        self.url = url
-        #: MariaDB: each table's ``CREATE TABLE``, and the tables with rows (the version).
-        self.ddl: list[str] = []
-        self.filled: list[str] = []
-        store = Store(url.render_as_string(hide_password=False), server_clock=False)
-        try:
-            migrate(store.engine)
-            if url.get_backend_name() in ("mysql", "mariadb"):
-                with store.engine.connect() as conn:
-                    tables = list(conn.execute(sa.text("SHOW TABLES")).scalars())
-                    # Foreign keys name tables only, never the database: the DDL runs anywhere.
-                    self.ddl = [
-                        conn.execute(sa.text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables
-                    ]
-                    self.filled = [
-                        t for t in tables if conn.execute(sa.text(f"SELECT 1 FROM `{t}`")).first()
-                    ]
-        finally:
-            store.close()
-
-    def copy_to(self, target: sa.URL) -> None:
-        backend = target.get_backend_name()
-        if backend == "sqlite":
-            shutil.copyfile(str(self.url.database), str(target.database))
-            return
-        admin = sa.create_engine(_admin_url(backend), isolation_level="AUTOCOMMIT")
-        try:
-            with admin.connect() as conn:
-                if backend == "postgresql":
-                    conn.execute(sa.text(f"DROP DATABASE {target.database}"))
-                    conn.execute(
-                        sa.text(f"CREATE DATABASE {target.database} TEMPLATE {self.url.database}")
-                    )
-                    return
-                conn.execute(sa.text(f"USE `{target.database}`"))
-                conn.execute(sa.text("SET foreign_key_checks = 0"))
-                for ddl in self.ddl:
-                    conn.exec_driver_sql(ddl)
-                for table in self.filled:
-                    copied = f"`{self.url.database}`.`{table}`"
-                    conn.exec_driver_sql(f"INSERT INTO `{table}` SELECT * FROM {copied}")
-        finally:
-            admin.dispose()
-
-
-_templates: dict[str, _Template] = {}
-
-
-def _make_template(like: sa.URL) -> _Template:
-    backend = like.get_backend_name()
+    and rows; SQLite: its file). Alembic runs each migration for real in the template, and on
+    empty databases in test_migrations.py."""
+    target = sa.make_url(url)
+    backend = target.get_backend_name()
+    template = _template(backend)
     if backend == "sqlite":
-        url = like.set(database=str(Path(tempfile.mkdtemp(prefix="dbeat-template-")) / "t.db"))
-        atexit.register(shutil.rmtree, Path(str(url.database)).parent, ignore_errors=True)
+        shutil.copyfile(str(template.url.database), str(target.database))
+    elif backend == "postgresql":
+        _admin(
+            _admin_url(backend),
+            f"DROP DATABASE {target.database}",
+            f"CREATE DATABASE {target.database} TEMPLATE {template.url.database}",
+        )
     else:
+        source = template.url.database
+        _admin(
+            _admin_url(backend),
+            f"USE `{target.database}`",
+            "SET foreign_key_checks = 0",
+            *template.ddl,
+            *(f"INSERT INTO `{t}` SELECT * FROM `{source}`.`{t}`" for t in template.filled),
+        )
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A database migrated to the head (see :func:`install_schema`); on MariaDB, each table's
+    ``CREATE TABLE`` and the tables with rows (the version's)."""
+
+    url: sa.URL
+    ddl: list[str]
+    filled: list[str]
+
+
+@functools.cache
+def _template(backend: str) -> _Template:
+    """This process's template of ``backend``, migrated on first use, removed at exit."""
+    if backend == "sqlite":
+        folder = tempfile.mkdtemp(prefix="dbeat-template-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        url = sa.make_url(f"sqlite:///{folder}/t.db")
+    else:
+        admin_url = _admin_url(backend)
         name = unique_name("dbeat_template")
-        admin = sa.create_engine(_admin_url(backend), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"CREATE DATABASE {name}"))
-        admin.dispose()
-        url = like.set(database=name)
-        atexit.register(_drop_database, _admin_url(backend), name)
-    _templates[backend] = template = _Template(url)
-    return template
-
-
-def _drop_database(admin_url: str, name: str) -> None:
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    force = " WITH (FORCE)" if admin.dialect.name == "postgresql" else ""
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}{force}"))
-    admin.dispose()
+        _admin(admin_url, f"CREATE DATABASE {name}")
+        force = " WITH (FORCE)" if backend == "postgresql" else ""
+        atexit.register(_admin, admin_url, f"DROP DATABASE IF EXISTS {name}{force}")
+        url = sa.make_url(admin_url).set(database=name)
+    store = Store(url.render_as_string(hide_password=False), server_clock=False)
+    ddl: list[str] = []
+    filled: list[str] = []
+    try:
+        migrate(store.engine)
+        if backend not in ("sqlite", "postgresql"):
+            with store.engine.connect() as conn:
+                tables = list(conn.execute(sa.text("SHOW TABLES")).scalars())
+                # Foreign keys name tables only, never the database: the DDL runs anywhere.
+                ddl = [conn.execute(sa.text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
+                filled = [t for t in tables if conn.exec_driver_sql(f"SELECT 1 FROM `{t}`").first()]
+    finally:
+        store.close()
+    return _Template(url, ddl, filled)
 
 
 LIBFAKETIME = os.environ.get(

@@ -30,7 +30,7 @@ from celery_dbeat.config import Settings
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import PublishRequest, fire_task_id
 from celery_dbeat.locks import DatabaseLock, FireLock
-from celery_dbeat.store import Fire, Schedule, Store, migrate
+from celery_dbeat.store import Fire, Schedule, Store
 from celery_dbeat.store import schedules as store_schedules
 from celery_dbeat.store.sync import SyncReport, sync_config
 from tests.services import install_schema
@@ -67,7 +67,6 @@ def store(database_url: str) -> Iterator[Store]:
     """
     install_schema(database_url)
     store = Store(database_url, server_clock=False)
-    migrate(store.engine)  # finds the copy at the head
     _stores.append(store)
     yield store
     _stores.remove(store)
