@@ -148,17 +148,29 @@ def test_an_alert_goes_to_its_task_and_its_webhook_with_one_id_retried_until_del
     assert sent[0][1] == body
 
 
-def test_a_webhook_that_does_not_answer_holds_up_no_tick_and_is_given_up_with_the_reason(
+def test_a_webhook_that_does_not_answer_holds_up_no_tick(
+    store: Store, tables: Tables, clock: FixedClock, make_ticker: MakeTicker, receiver: Receiver
+) -> None:
+    failing_schedule(store, tables, alert_webhook=receiver.url)
+    ticker = make_ticker(alert_webhook_timeout=60, alert_retries=0)
+    receiver.hold.clear()  # the receiver answers only when told to, the beat waits up to 60 s
+    clock.set(at("10:02"))
+    ticker.tick()  # housekeeping leases the alert and hands it to the delivery thread
+    assert receiver.arrived.wait(30)
+    assert not ticker.alerts.wait_idle(0)  # the tick is over; the delivery still waits
+    assert delivery(store)[:3] == (1, None, None)  # leased: one attempt, not yet delivered
+    receiver.hold.set()
+    assert ticker.alerts.wait_idle(30)
+    assert delivery(store) == (1, at("10:02"), None, None)
+
+
+def test_a_webhook_that_times_out_is_given_up_with_the_reason(
     store: Store, tables: Tables, clock: FixedClock, make_ticker: MakeTicker, receiver: Receiver
 ) -> None:
     failing_schedule(store, tables, alert_webhook=receiver.url)
     ticker = make_ticker(alert_webhook_timeout=0.2, alert_retries=0)
     receiver.hold.clear()
-    clock.set(at("10:02"))
-    ticker.tick()  # housekeeping leases the alert and hands it to the delivery thread
-    assert receiver.arrived.wait(30)
-    assert not ticker.alerts.wait_idle(0)  # the tick is over; the delivery still waits
-    assert ticker.alerts.wait_idle(30)
+    deliver(ticker, clock, at("10:02"))
     attempts, delivered, gave_up, error = delivery(store)
     assert (attempts, delivered, gave_up) == (1, None, at("10:02"))
     assert f"webhook {receiver.url}: " in error
