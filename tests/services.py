@@ -10,13 +10,14 @@ import atexit
 import functools
 import os
 import random
+import re
 import shutil
 import socket
 import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -102,7 +103,12 @@ def unique_name(prefix: str = "dbeat_t") -> str:
 
 @contextmanager
 def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh, empty database of ``kind``; dropped afterwards. Yields its URL."""
+    """A private, empty database of ``kind``; afterwards emptied for the next test, or dropped.
+    Yields its URL.
+
+    A server's database is one this process created, or one an earlier test of this process
+    left and :func:`_recycle` emptied: creating and dropping one took a third of a second of
+    the server's work per test on PostgreSQL, and most tests use one."""
     if kind == "sqlite":
         path = tmp_path_factory.mktemp("sqlite") / "schedules.sqlite3"
         yield f"sqlite:///{path}"
@@ -115,19 +121,22 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         admin.dispose()
     except Exception as exc:
         unavailable(kind, admin_url, exc)
-    name = unique_name()
-    _admin(admin_url, f"CREATE DATABASE {name}")
+    spares = _spares(kind)
+    name = spares.empty.pop() if spares.empty else _create(kind)
     try:
-        yield sa.make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        yield _url_of(kind, name).render_as_string(hide_password=False)
     finally:
-        force = " WITH (FORCE)" if kind == "postgresql" else ""
-        _admin(admin_url, f"DROP DATABASE IF EXISTS {name}{force}")
+        _recycle(kind, name)
 
 
 def _admin_url(kind: str) -> str:
     """Where private databases of ``kind`` are created and dropped (MariaDB for any but
     PostgreSQL and SQLite)."""
     return POSTGRES_URL if kind == "postgresql" else MYSQL_URL
+
+
+def _url_of(kind: str, database: str) -> sa.URL:
+    return sa.make_url(_admin_url(kind)).set(database=database)
 
 
 def _admin(admin_url: str, *statements: str) -> None:
@@ -141,9 +150,23 @@ def _admin(admin_url: str, *statements: str) -> None:
         admin.dispose()
 
 
+def _create(kind: str) -> str:
+    """A new empty database of ``kind``, dropped when this process exits if no test dropped it."""
+    name = unique_name()
+    _admin(_admin_url(kind), f"CREATE DATABASE {name}")
+    atexit.register(_drop, kind, name)
+    return name
+
+
+def _drop(kind: str, name: str) -> None:
+    force = " WITH (FORCE)" if kind == "postgresql" else ""
+    _admin(_admin_url(kind), f"DROP DATABASE IF EXISTS {name}{force}")
+
+
 def install_schema(url: str) -> None:
     """Bring the empty private database at ``url`` to the schema's head, as ``migrate`` would,
-    in a fraction of its time: a copy of one database this process migrated once per backend
+    in a fraction of its time: swapped with an emptied database at the head an earlier test
+    left (:func:`_recycle`), else a copy of one database this process migrated once per backend
     (PostgreSQL: recreated ``TEMPLATE`` it; MariaDB: its tables' own ``SHOW CREATE TABLE``
     and rows; SQLite: its file). Alembic runs each migration for real in the template, and on
     empty databases in test_migrations.py."""
@@ -152,31 +175,181 @@ def install_schema(url: str) -> None:
     template = _template(backend)
     if backend == "sqlite":
         shutil.copyfile(str(template.url.database), str(target.database))
+        return
+    admin_url = _admin_url(backend)
+    name, spares = str(target.database), _spares(backend)
+    if spares.head:  # the two databases trade contents: the spare is now the empty one
+        spare = spares.head.pop()
+        if backend == "postgresql":
+            swap = unique_name("dbeat_swap")
+            _admin(
+                admin_url,
+                f"ALTER DATABASE {name} RENAME TO {swap}",
+                f"ALTER DATABASE {spare} RENAME TO {name}",
+                f"ALTER DATABASE {swap} RENAME TO {spare}",
+            )
+        else:
+            moves = (f"`{spare}`.`{t}` TO `{name}`.`{t}`" for t in template.tables)
+            _admin(admin_url, "RENAME TABLE " + ", ".join(moves))
+        spares.empty.append(spare)
     elif backend == "postgresql":
         _admin(
-            _admin_url(backend),
-            f"DROP DATABASE {target.database}",
-            f"CREATE DATABASE {target.database} TEMPLATE {template.url.database}",
+            admin_url,
+            f"DROP DATABASE {name}",
+            f"CREATE DATABASE {name} TEMPLATE {template.url.database}",
         )
     else:
         source = template.url.database
         _admin(
-            _admin_url(backend),
-            f"USE `{target.database}`",
+            admin_url,
+            f"USE `{name}`",
             "SET foreign_key_checks = 0",
             *template.ddl,
             *(f"INSERT INTO `{t}` SELECT * FROM `{source}`.`{t}`" for t in template.filled),
         )
 
 
+@dataclass
+class _Spares:
+    """This process's emptied databases on one server, by schema: none, or the head."""
+
+    empty: list[str] = field(default_factory=list)
+    head: list[str] = field(default_factory=list)
+
+
+@functools.cache
+def _spares(kind: str) -> _Spares:
+    return _Spares()
+
+
+def _recycle(kind: str, name: str) -> None:
+    """Make the database a test is done with a spare, or drop it: its other sessions ended (as
+    ``DROP DATABASE ... WITH (FORCE)`` would), then, if its schema is none or exactly the
+    template's (tables, columns, indexes, constraints, triggers, grants, the version row), its
+    rows deleted and its ids started again at 1. Anything else a test changed drops it."""
+    template = _template(kind)
+    spares: list[str] | None = None
+    engine = sa.create_engine(_url_of(kind, name), poolclass=sa.NullPool)
+    try:
+        with engine.connect() as conn:
+            if kind == "postgresql":
+                conn.execute(
+                    sa.text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE datname = :name AND pid <> pg_backend_pid()"
+                    ),
+                    {"name": name},
+                )
+            else:
+                sessions = conn.execute(
+                    sa.text(
+                        "SELECT id FROM information_schema.processlist"
+                        " WHERE db = :name AND id <> connection_id()"
+                    ),
+                    {"name": name},
+                ).scalars()
+                for session in list(sessions):
+                    conn.exec_driver_sql(f"KILL CONNECTION {session}")
+            schema = _schema(conn)
+            if schema == template.schema:
+                _empty_tables(conn, template.tables[::-1])
+                conn.commit()
+                spares = _spares(kind).head
+            else:
+                spares = _spares(kind).empty if schema == template.none else None
+    except sa.exc.DBAPIError:  # the test dropped it, or its server is gone
+        spares = None
+    finally:
+        engine.dispose()
+    if spares is None:
+        _drop(kind, name)
+    else:
+        spares.append(name)
+
+
+def _empty_tables(conn: sa.Connection, tables: list[str]) -> None:
+    """Delete every row but the version's, children first, and start each id again at 1."""
+    if conn.dialect.name == "postgresql":
+        for table in tables:
+            if table != VERSION_TABLE:
+                conn.exec_driver_sql(f"DELETE FROM {table}")
+        conn.exec_driver_sql(
+            "SELECT setval(oid, 1, false) FROM pg_class"
+            " WHERE relkind = 'S' AND relnamespace = 'public'::regnamespace"
+        )
+    else:
+        for table in tables:
+            if table != VERSION_TABLE:
+                conn.exec_driver_sql(f"DELETE FROM `{table}`")
+                conn.exec_driver_sql(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1")
+
+
+#: PostgreSQL's description of a database's schema and what it lets whom do, one line a thing.
+_PG_SCHEMA = """
+SELECT coalesce(string_agg(line, ' | ' ORDER BY line), '') FROM (
+  SELECT concat_ws(' ', 'rel', relname, relkind, relowner::regrole, relacl) AS line
+    FROM pg_class WHERE relnamespace = 'public'::regnamespace
+  UNION ALL
+  SELECT concat_ws(' ', 'col', a.attrelid::regclass, a.attname,
+                   format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                   pg_get_expr(d.adbin, d.adrelid))
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+   WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL
+  SELECT concat_ws(' ', 'con', conrelid::regclass, conname, pg_get_constraintdef(oid))
+    FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+  UNION ALL SELECT concat_ws(' ', 'idx', indexdef) FROM pg_indexes WHERE schemaname = 'public'
+  UNION ALL SELECT concat_ws(' ', 'fn', oid::regprocedure) FROM pg_proc
+   WHERE pronamespace = 'public'::regnamespace
+  UNION ALL SELECT concat_ws(' ', 'trg', tgrelid::regclass, tgname) FROM pg_trigger
+   WHERE NOT tgisinternal
+  UNION ALL SELECT concat_ws(' ', 'ns', nspname, nspacl) FROM pg_namespace
+   WHERE left(nspname, 3) <> 'pg_' AND nspname <> 'information_schema'
+  UNION ALL SELECT concat_ws(' ', 'ext', extname) FROM pg_extension
+  UNION ALL SELECT concat_ws(' ', 'db', datallowconn, datconnlimit, datacl) FROM pg_database
+   WHERE datname = current_database()
+  UNION ALL SELECT concat_ws(' ', 'set', setrole, setconfig) FROM pg_db_role_setting
+   WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+) AS lines
+"""
+
+#: The table Alembic keeps the schema's version in: its row is the template's, not a test's.
+VERSION_TABLE = "dbeat_alembic_version"
+
+
+def _schema(conn: sa.Connection) -> str:
+    """The connection's database as the text :func:`_recycle` compares with the template's: its
+    schema, grants and settings, and the version row."""
+    if conn.dialect.name == "postgresql":
+        text = str(conn.exec_driver_sql(_PG_SCHEMA).scalar_one())
+    else:
+        tables = [row[0] for row in conn.exec_driver_sql("SHOW FULL TABLES")]
+        created = (conn.exec_driver_sql(f"SHOW CREATE TABLE `{t}`").one()[1] for t in tables)
+        triggers = conn.exec_driver_sql("SHOW TRIGGERS").all()
+        routines = conn.exec_driver_sql(
+            "SELECT routine_name FROM information_schema.routines WHERE routine_schema = database()"
+        ).all()
+        # A table's next id is not its schema: the rows are deleted and it starts at 1 again.
+        text = "\n".join(re.sub(r" AUTO_INCREMENT=\d+", "", c) for c in created)
+        text += f"\n{triggers}\n{routines}"
+    if VERSION_TABLE in sa.inspect(conn).get_table_names():
+        text += f"\n{conn.exec_driver_sql(f'SELECT * FROM {VERSION_TABLE}').all()}"
+    return text
+
+
 @dataclass(frozen=True)
 class _Template:
-    """A database migrated to the head (see :func:`install_schema`); on MariaDB, each table's
-    ``CREATE TABLE`` and the tables with rows (the version's)."""
+    """A database migrated to the head (see :func:`install_schema`): its tables, parents first;
+    on MariaDB each table's ``CREATE TABLE`` and the tables with rows (the version's); on a
+    server, the :func:`_schema` of an empty database and of one at the head."""
 
     url: sa.URL
-    ddl: list[str]
-    filled: list[str]
+    tables: list[str]
+    ddl: list[str] = field(default_factory=list)
+    filled: list[str] = field(default_factory=list)
+    none: str = ""
+    schema: str = ""
 
 
 @functools.cache
@@ -187,26 +360,31 @@ def _template(backend: str) -> _Template:
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         url = sa.make_url(f"sqlite:///{folder}/t.db")
     else:
-        admin_url = _admin_url(backend)
         name = unique_name("dbeat_template")
-        _admin(admin_url, f"CREATE DATABASE {name}")
-        force = " WITH (FORCE)" if backend == "postgresql" else ""
-        atexit.register(_admin, admin_url, f"DROP DATABASE IF EXISTS {name}{force}")
-        url = sa.make_url(admin_url).set(database=name)
+        _admin(_admin_url(backend), f"CREATE DATABASE {name}")
+        atexit.register(_drop, backend, name)
+        url = _url_of(backend, name)
     store = Store(url.render_as_string(hide_password=False), server_clock=False)
-    ddl: list[str] = []
-    filled: list[str] = []
     try:
+        if backend == "sqlite":
+            migrate(store.engine)
+            return _Template(url, [])
+        with store.engine.connect() as conn:
+            none = _schema(conn)
         migrate(store.engine)
-        if backend not in ("sqlite", "postgresql"):
-            with store.engine.connect() as conn:
-                tables = list(conn.execute(sa.text("SHOW TABLES")).scalars())
-                # Foreign keys name tables only, never the database: the DDL runs anywhere.
-                ddl = [conn.execute(sa.text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
-                filled = [t for t in tables if conn.exec_driver_sql(f"SELECT 1 FROM `{t}`").first()]
+        with store.engine.connect() as conn:
+            metadata = sa.MetaData()
+            metadata.reflect(conn)
+            tables = [table.name for table in metadata.sorted_tables]
+            schema = _schema(conn)
+            if backend == "postgresql":
+                return _Template(url, tables, none=none, schema=schema)
+            # Foreign keys name tables only, never the database: the DDL runs anywhere.
+            ddl = [conn.execute(sa.text(f"SHOW CREATE TABLE `{t}`")).one()[1] for t in tables]
+            filled = [t for t in tables if conn.exec_driver_sql(f"SELECT 1 FROM `{t}`").first()]
+            return _Template(url, tables, ddl, filled, none, schema)
     finally:
         store.close()
-    return _Template(url, ddl, filled)
 
 
 LIBFAKETIME = os.environ.get(
