@@ -139,13 +139,14 @@ def test_a_real_postgresql_is_asked_for_tls_when_the_url_says_so() -> None:
 
 def test_a_real_mysql_is_asked_for_tls_when_the_url_says_so() -> None:
     _reachable(MYSQL_URL)
-    separator = "&" if "?" in MYSQL_URL else "?"
     ca = ssl.get_default_verify_paths().cafile  # PyMySQL loads it before it talks to the server
     if ca is None:
         pytest.skip("no system CA bundle to name in ssl_ca")
+    url = sa.make_url(MYSQL_URL).difference_update_query(["ssl_disabled"])
+    url = url.update_query_dict({"ssl_ca": ca})
 
     answer = _tls_answer(
-        f"{MYSQL_URL}{separator}ssl_ca={ca}", "SHOW SESSION STATUS LIKE 'Ssl_version'"
+        url.render_as_string(hide_password=False), "SHOW SESSION STATUS LIKE 'Ssl_version'"
     )
 
     assert answer.startswith("connected: ('Ssl_version', 'TLS") or "SSL" in answer, answer
