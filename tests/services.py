@@ -117,14 +117,6 @@ def private_database(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
         path = tmp_path_factory.mktemp("sqlite") / "schedules.sqlite3"
         yield f"sqlite:///{path}"
         return
-    admin_url = _admin_url(kind)
-    try:
-        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text("SELECT 1"))
-        admin.dispose()
-    except Exception as exc:
-        unavailable(kind, admin_url, exc)
     spares = _spares(kind)
     name = spares.empty.pop() if spares.empty else _create(kind)
     try:
@@ -155,9 +147,18 @@ def _admin(admin_url: str, *statements: str) -> None:
 
 
 def _create(kind: str) -> str:
-    """A new empty database of ``kind``, dropped when this process exits if no test dropped it."""
+    """A new empty database of ``kind``, dropped when this process exits if no test dropped it;
+    the test is skipped (failed under ``CI``) if its server cannot be reached."""
+    admin_url = _admin_url(kind)
+    try:
+        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+        admin.dispose()
+    except Exception as exc:
+        unavailable(kind, admin_url, exc)
     name = unique_name()
-    _admin(_admin_url(kind), f"CREATE DATABASE {name}")
+    _admin(admin_url, f"CREATE DATABASE {name}")
     atexit.register(_drop, kind, name)
     return name
 
