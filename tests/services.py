@@ -257,7 +257,7 @@ def _recycle(kind: str, name: str) -> None:
                     conn.exec_driver_sql(f"KILL CONNECTION {session}")
             schema = _schema(conn)
             if schema == template.schema:
-                _empty_tables(conn, template.tables[::-1])
+                _empty_tables(conn, template.tables)
                 conn.commit()
                 spares = _spares(kind).head
             else:
@@ -273,20 +273,19 @@ def _recycle(kind: str, name: str) -> None:
 
 
 def _empty_tables(conn: sa.Connection, tables: list[str]) -> None:
-    """Delete every row but the version's, children first, and start each id again at 1."""
-    if conn.dialect.name == "postgresql":
-        for table in tables:
-            if table != VERSION_TABLE:
-                conn.exec_driver_sql(f"DELETE FROM {table}")
+    """Delete every row of ``tables`` (parents first) but the version's, children first, and
+    start each id again at 1."""
+    postgresql = conn.dialect.name == "postgresql"
+    for table in reversed(tables):
+        if table != VERSION_TABLE:
+            conn.exec_driver_sql(f"DELETE FROM {table}")
+            if not postgresql:
+                conn.exec_driver_sql(f"ALTER TABLE {table} AUTO_INCREMENT = 1")
+    if postgresql:
         conn.exec_driver_sql(
             "SELECT setval(oid, 1, false) FROM pg_class"
             " WHERE relkind = 'S' AND relnamespace = 'public'::regnamespace"
         )
-    else:
-        for table in tables:
-            if table != VERSION_TABLE:
-                conn.exec_driver_sql(f"DELETE FROM `{table}`")
-                conn.exec_driver_sql(f"ALTER TABLE `{table}` AUTO_INCREMENT = 1")
 
 
 #: PostgreSQL's description of a database's schema and what it lets whom do, one line a thing.
