@@ -19,6 +19,7 @@ from celery_dbeat.store import Store
 from tests.chaos import summary as chaos_summary
 from tests.services import (
     DATABASES,
+    drop_databases,
     install_schema,
     private_database,
     redis_url_or_skip,
@@ -37,6 +38,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     chaos_summary.print_table(terminalreporter)
+
+
+def pytest_sessionfinish() -> None:
+    # In each test process (an xdist worker too): its databases, spares and templates.
+    drop_databases()
 
 
 #: The xdist groups of the real-process tests: the chaos scenarios and the load tests (marked

@@ -159,13 +159,38 @@ def _create(kind: str) -> str:
         unavailable(kind, admin_url, exc)
     name = unique_name()
     _admin(admin_url, f"CREATE DATABASE {name}")
-    atexit.register(_drop, kind, name)
+    _made[kind].add(name)
     return name
 
 
-def _drop(kind: str, name: str) -> None:
+def _drop(kind: str, *names: str) -> None:
     force = " WITH (FORCE)" if kind == "postgresql" else ""
-    _admin(_admin_url(kind), f"DROP DATABASE IF EXISTS {name}{force}")
+    _admin(_admin_url(kind), *(f"DROP DATABASE IF EXISTS {name}{force}" for name in names))
+    _made[kind].difference_update(names)
+
+
+#: The server databases this process made and has not dropped, by kind (a test's, a spare, a
+#: template): :func:`drop_databases` drops them.
+_made: dict[str, set[str]] = {"postgresql": set(), "mysql": set()}
+
+
+def drop_databases() -> None:
+    """Drop every server database this process made and still has, and its SQLite templates:
+    at the end of a test session (tests/conftest.py), where a test process still runs for sure
+    (pytest-xdist kills a worker that takes long to exit), and at exit for other callers."""
+    for kind, names in _made.items():
+        if names:
+            _drop(kind, *sorted(names))
+    _spares.cache_clear()
+    _template.cache_clear()
+    for folder in _folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    _folders.clear()
+
+
+#: This process's SQLite template folders.
+_folders: list[str] = []
+atexit.register(drop_databases)
 
 
 def install_schema(url: str) -> None:
@@ -361,12 +386,12 @@ def _template(backend: str) -> _Template:
     """This process's template of ``backend``, migrated on first use, removed at exit."""
     if backend == "sqlite":
         folder = tempfile.mkdtemp(prefix="dbeat-template-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _folders.append(folder)
         url = sa.make_url(f"sqlite:///{folder}/t.db")
     else:
         name = unique_name("dbeat_template")
         _admin(_admin_url(backend), f"CREATE DATABASE {name}")
-        atexit.register(_drop, backend, name)
+        _made[backend].add(name)
         url = _url_of(backend, name)
     store = Store(url.render_as_string(hide_password=False), server_clock=False)
     try:
