@@ -147,8 +147,8 @@ def _admin(admin_url: str, *statements: str) -> None:
 
 
 def _create(kind: str) -> str:
-    """A new empty database of ``kind``, dropped when this process exits if no test dropped it;
-    the test is skipped (failed under ``CI``) if its server cannot be reached."""
+    """A new empty database of ``kind``, dropped by :func:`drop_databases` if no test dropped
+    it; the test is skipped (failed under ``CI``) if its server cannot be reached."""
     admin_url = _admin_url(kind)
     try:
         admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
