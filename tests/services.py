@@ -384,7 +384,8 @@ class _Template:
 
 @functools.cache
 def _template(backend: str) -> _Template:
-    """This process's template of ``backend``, migrated on first use, removed at exit."""
+    """This process's template of ``backend``, migrated on first use, dropped by
+    :func:`drop_databases`."""
     if backend == "sqlite":
         folder = tempfile.mkdtemp(prefix="dbeat-template-")
         _folders.append(folder)
