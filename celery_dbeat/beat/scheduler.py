@@ -263,6 +263,9 @@ class Scheduler(celery_beat.Scheduler):
             # that read wakes the wait below (on the first tick too).
             self._listener.listen()
         interval = self._ticker.tick()
+        # Closed during the tick, its SystemExit swallowed: neither Celery's sleep nor the
+        # wait below may hold the beat for up to max_interval after SIGTERM.
+        self._stop_if_closed()
         if self._listener is None or interval <= 0:
             return interval
         # Wait here rather than in Celery's sleep, so that a change notification ends it.
@@ -273,7 +276,8 @@ class Scheduler(celery_beat.Scheduler):
     def _stop_if_closed(self) -> None:
         # Celery's SIGTERM/SIGINT handler closes the scheduler and raises SystemExit, but a
         # library call it interrupted may swallow that exception (redis-py's socket clean-up
-        # does). Once closed, no further tick may run: end beat's loop here.
+        # does, and so does CPython for a signal handled inside a weakref callback run by the
+        # garbage collector). Once closed, no further tick or wait may run: end beat's loop.
         if self._closed:
             raise SystemExit()
 

@@ -70,3 +70,29 @@ def test_a_close_during_a_tick_leaves_the_clean_up_to_the_close_after_it(
     check.dispose()
     with pytest.raises(SystemExit):  # closed: no further tick runs
         scheduler.tick()
+
+
+def test_a_close_whose_system_exit_was_swallowed_ends_the_tick_before_any_wait(
+    tmp_path: Path,
+) -> None:
+    # CPython ignores an exception raised in a weakref callback run by the garbage collector,
+    # the SystemExit of Celery's SIGTERM handler included: a beat that went on to sleep or wait
+    # for notifications for max_interval was still running when the shutdown test gave up.
+    app = celery.Celery("dbeat-close", set_as_current=False)
+    app.conf.update(
+        broker_url="memory://",
+        beat_max_loop_interval=120,
+        dbeat_database_url=f"sqlite:///{tmp_path / 'close.sqlite3'}",
+    )
+    scheduler = Scheduler(app)
+    scheduler.tick()
+    assert scheduler._ticker is not None
+
+    def interrupted_tick() -> float:
+        scheduler.close()  # the handler's first step; its SystemExit is lost
+        return 120.0
+
+    scheduler._ticker.tick = interrupted_tick  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        scheduler.tick()
+    scheduler.close()
