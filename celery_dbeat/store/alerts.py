@@ -173,20 +173,50 @@ def _aware(value: Any) -> datetime:
     return instant if instant.tzinfo is not None else instant.replace(tzinfo=timezone.utc)
 
 
+def _overdue(conn: Connection, now: datetime) -> list[tuple[int, float]]:
+    """The schedules watched by a deadline (enabled, not in alert) with a fire that
+    :func:`_oldest_unsucceeded` would look at and whose deadline is over, whatever their newest
+    success: one query for them all, and a query per schedule only for those (a beat's upkeep
+    ran two per watched schedule, 11 s a pass with 10,000 of them)."""
+    watched = (
+        S.c.alert_deadline.is_not(None),
+        S.c.alert_kind.is_(None),
+        S.c.enabled == sa.true(),
+    )
+    shortest, longest = conn.execute(
+        sa.select(sa.func.min(S.c.alert_deadline), sa.func.max(S.c.alert_deadline)).where(*watched)
+    ).one()
+    if shortest is None:
+        return []
+    oldest = sa.func.min(F.c.slot).label("oldest")
+    query = (
+        sa.select(S.c.id, S.c.alert_deadline, oldest)
+        .join(F, F.c.schedule_id == S.c.id)
+        .where(
+            *watched,
+            F.c.manual == sa.false(),
+            F.c.origin.is_(None),
+            F.c.status.in_(_WATCHED),
+            sa.or_(F.c.run_status.is_(None), F.c.run_status != RunStatus.SUCCEEDED.value),
+            F.c.slot <= now - timedelta(seconds=shortest),
+            F.c.slot > now - timedelta(seconds=longest) - _LOOKBACK,
+        )
+        .group_by(S.c.id, S.c.alert_deadline)
+    )
+    return [
+        (row.id, row.alert_deadline)
+        for row in conn.execute(query)
+        if _aware(row.oldest) <= now - timedelta(seconds=row.alert_deadline)
+    ]
+
+
 def open_missed(engine: Engine, now: datetime, actor: Actor) -> list[RaisedAlert]:
     """:meth:`.database.Store.open_missed`."""
     with engine.connect() as conn:
-        watched = conn.execute(
-            sa.select(S.c.id, S.c.alert_deadline).where(
-                S.c.alert_deadline.is_not(None),
-                S.c.alert_kind.is_(None),
-                S.c.enabled == sa.true(),
-            )
-        ).all()
         candidates = [
-            (row.id, row.alert_deadline)
-            for row in watched
-            if _oldest_unsucceeded(conn, row.id, row.alert_deadline, now) is not None
+            (schedule_id, deadline)
+            for schedule_id, deadline in _overdue(conn, now)
+            if _oldest_unsucceeded(conn, schedule_id, deadline, now) is not None
         ]
     raised: list[RaisedAlert] = []
     for schedule_id, _deadline in candidates:

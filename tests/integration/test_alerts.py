@@ -33,8 +33,15 @@ def nightly(**fields: Any) -> Definition:
     )
 
 
-def fire(store: Store, tables: Tables, task_id: str, slot: datetime, **values: Any) -> None:
-    schedule_id = tables.row("report").id
+def fire(
+    store: Store,
+    tables: Tables,
+    task_id: str,
+    slot: datetime,
+    schedule: str = "report",
+    **values: Any,
+) -> None:
+    schedule_id = tables.row(schedule).id
     with store.engine.begin() as conn:
         conn.execute(
             sa.insert(F).values(
@@ -200,6 +207,71 @@ def test_what_misses_a_deadline(
     tables.sync([nightly(alert_deadline="15m")], at("09:30"))
     fire(store, tables, "t10", at("10:00"), **values)
     assert bool(store.open_missed(at("12:00"), BEAT)) is missed
+
+
+def test_each_schedule_misses_by_its_own_deadline_and_looks_back_from_it(
+    store: Store, tables: Tables
+) -> None:
+    # One query finds the schedules to look at for them all, over the widest window any
+    # deadline asks for; each is still judged by its own deadline and look-back.
+    def hourly(name: str, **fields: Any) -> Definition:
+        return Definition.create(name=name, task="t", schedule=Cron("0 * * * *"), **fields)
+
+    tables.sync(
+        [
+            hourly("quick", alert_deadline="15m"),
+            hourly("slow", alert_deadline="2h"),
+            hourly("unwatched"),
+            hourly("quick-old", alert_deadline="15m"),
+        ],
+        at("09:30"),
+    )
+    for name in ("quick", "slow", "unwatched"):
+        fire(store, tables, f"{name}-10", at("10:00"), name)
+    # The day before: at 10:14, inside the look-back of the 2 h deadline (from 08:14 the day
+    # before) but not that of the 15 min one (from 09:59).
+    fire(store, tables, "quick-old-09", at("09:00") - timedelta(days=1), "quick-old")
+
+    assert store.open_missed(at("10:14"), BEAT) == []
+    assert [a.schedule for a in store.open_missed(at("10:15"), BEAT)] == ["quick"]
+    assert store.open_missed(at("11:59"), BEAT) == []
+    assert [a.schedule for a in store.open_missed(at("12:00"), BEAT)] == ["slow"]
+    assert [(kind, slot) for kind, slot, *_ in alerts(store)] == [
+        ("missed", at("10:00")),
+        ("missed", at("10:00")),
+    ]
+
+
+def test_looking_for_missed_deadlines_takes_as_many_statements_for_50_schedules_as_for_5(
+    store: Store, tables: Tables
+) -> None:
+    # A beat looks every dbeat_max_interval, in its tick: two queries per watched schedule
+    # held a beat with 10,000 of them for 11 s a pass.
+    def hourly(name: str) -> Definition:
+        return Definition.create(
+            name=name, task="t", schedule=Cron("0 * * * *"), alert_deadline="15m"
+        )
+
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    def looked(size: int) -> int:
+        tables.sync([hourly(f"s{n}") for n in range(size)], at("09:30"))
+        for n in range(size):
+            fire(store, tables, f"s{n}-10", at("10:00"), f"s{n}", run_status="succeeded")
+        statements.clear()
+        sa.event.listen(store.engine, "before_cursor_execute", count)
+        try:
+            assert store.open_missed(at("10:30"), BEAT) == []
+        finally:
+            sa.event.remove(store.engine, "before_cursor_execute", count)
+        with store.engine.begin() as conn:
+            conn.execute(sa.delete(F))
+        return len(statements)
+
+    assert looked(50) == looked(5)
 
 
 def test_a_schedule_in_alert_opens_no_other_episode_until_it_recovers(
