@@ -173,6 +173,28 @@ def _write_runs(
         return RecordedRuns(paused=counted.paused, alerts=counted.alerts)
 
 
+#: What a schedule's run state is read from: the newest few live fires by the (schedule_id, slot)
+#: key. A schedule with an overlap policy has at most one run and one buffered fire that matter.
+_STATE_COLUMNS = (F.c.id, F.c.status, F.c.finished_at, F.c.started_at, F.c.sent_at, F.c.recorded_at)
+_STATE_FIRES = 3
+
+#: :func:`run_states` of a whole batch on PostgreSQL: each schedule's newest live fires through
+#: the (schedule_id, slot) index, as :func:`_state` reads them, in one round trip.
+_STATES_PG = sa.text(
+    f"""
+    SELECT f.schedule_id, f.id, f.status, f.finished_at, f.started_at, f.sent_at, f.recorded_at
+    FROM unnest(CAST(:ids AS bigint[])) AS s(id)
+    CROSS JOIN LATERAL (
+        SELECT schedule_id, id, status, finished_at, started_at, sent_at, recorded_at
+        FROM dbeat_fires
+        WHERE schedule_id = s.id AND status = ANY(CAST(:live AS text[]))
+        ORDER BY slot DESC
+        LIMIT {_STATE_FIRES}
+    ) AS f
+    """
+).columns(F.c.schedule_id, *_STATE_COLUMNS)
+
+
 def _state(
     conn: Connection,
     schedule_id: int,
@@ -181,16 +203,21 @@ def _state(
     *,
     exclude: int | None = None,
 ) -> RunState:
-    # The newest few live fires by the (schedule_id, slot) key: a schedule with an overlap
-    # policy has at most one run and one buffered fire that matter.
     query = (
-        sa.select(F.c.id, F.c.status, F.c.finished_at, F.c.started_at, F.c.sent_at, F.c.recorded_at)
+        sa.select(*_STATE_COLUMNS)
         .where(F.c.schedule_id == schedule_id, F.c.status.in_(_LIVE))
         .order_by(F.c.slot.desc())
-        .limit(3)
+        .limit(_STATE_FIRES)
     )
+    return _state_of(conn.execute(query), now, max_run_time, exclude=exclude)
+
+
+def _state_of(
+    fires: Iterable[Row[Any]], now: datetime, max_run_time: timedelta, *, exclude: int | None = None
+) -> RunState:
+    """The run state shown by a schedule's newest live fires (see :func:`_state`)."""
     running = buffered = False
-    for fire in conn.execute(query):
+    for fire in fires:
         if fire.id == exclude:
             continue
         if fire.status == FireStatus.BUFFERED.value:
@@ -208,11 +235,20 @@ def _max_run_time(value: float | None, default: timedelta) -> timedelta:
 def run_states(
     conn: Connection, rows: Sequence[ScheduleRow], now: datetime, default_max_run_time: timedelta
 ) -> dict[int, RunState]:
-    """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``)."""
+    """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``): on
+    PostgreSQL in one statement for them all, elsewhere one per row."""
+    watched = [r for r in rows if r.overlap_policy not in (None, OverlapPolicy.ALLOW.value)]
+    if conn.dialect.name != "postgresql" or len(watched) < 2:
+        return {
+            r.id: _state(conn, r.id, now, _max_run_time(r.max_run_time, default_max_run_time))
+            for r in watched
+        }
+    fires: dict[int, list[Row[Any]]] = {r.id: [] for r in watched}
+    for fire in conn.execute(_STATES_PG, {"ids": list(fires), "live": list(_LIVE)}):
+        fires[fire.schedule_id].append(fire)
     return {
-        row.id: _state(conn, row.id, now, _max_run_time(row.max_run_time, default_max_run_time))
-        for row in rows
-        if row.overlap_policy not in (None, OverlapPolicy.ALLOW.value)
+        r.id: _state_of(fires[r.id], now, _max_run_time(r.max_run_time, default_max_run_time))
+        for r in watched
     }
 
 

@@ -21,11 +21,13 @@ from celery_dbeat.beat.ticker import Ticker
 from celery_dbeat.beat.worker import RunRecorder
 from celery_dbeat.clock import FixedClock
 from celery_dbeat.core.definitions import Definition
-from celery_dbeat.core.fires import RunStatus
+from celery_dbeat.core.fires import RunStatus, ScheduleRow
+from celery_dbeat.core.overlap import RunState
 from celery_dbeat.core.specs import Cron
 from celery_dbeat.store import Store, runs
+from celery_dbeat.store.reading import PLAN_COLUMNS, read_rows
 from celery_dbeat.store.runs import RunEvent, prune_history, prune_history_limits, record_runs
-from tests.integration.conftest import F, MakeTicker, RecordingPublisher, Tables, at, task_id_of
+from tests.integration.conftest import F, MakeTicker, RecordingPublisher, S, Tables, at, task_id_of
 
 RUN = timedelta(minutes=90)
 
@@ -555,3 +557,48 @@ def test_the_buffered_fire_of_a_paused_schedule_waits_for_the_resume(
     assert worker.started()[at("11:00")] == at("12:45")
     (run_11,) = [r for r in worker.runs if r.slot == at("11:00")]
     assert run_11.task_id == task_id_of("hourly", at("11:00"))
+
+
+def test_the_run_states_of_a_batch_are_each_schedules_own(store: Store, tables: Tables) -> None:
+    """A batch's run states (one statement on PostgreSQL, one per schedule elsewhere) read each
+    schedule's newest three live fires: a run is going until it finishes or its
+    ``max_run_time`` is over, and an unfinished run behind three newer fires is not looked at."""
+
+    def schedule(name: str, policy: str, **fields: Any) -> Definition:
+        return Definition.create(
+            name=name, task="t", schedule=Cron("0 * * * *"), overlap_policy=policy, **fields
+        )
+
+    tables.sync(
+        [
+            schedule("idle", "skip"),
+            schedule("running", "skip"),
+            schedule("lost", "skip", max_run_time=600),
+            schedule("buffered", "buffer_one"),
+            schedule("behind-newer", "skip"),
+            schedule("allowed", "allow"),
+        ],
+        at("09:30"),
+    )
+    ten, done = at("10:00"), {"run_status": "succeeded", "finished_at": at("10:01")}
+    _history(store, tables, "idle", [ten], **done)
+    for name in ("running", "lost", "buffered", "allowed"):
+        _history(store, tables, name, [ten], started_at=ten)
+    _history(store, tables, "buffered", [at("11:00")], status="buffered")
+    _history(store, tables, "behind-newer", [at("06:00")], started_at=at("06:00"))
+    _history(store, tables, "behind-newer", [at("07:00"), at("08:00"), ten], **done)
+
+    with store.engine.connect() as conn:
+        read, _ = read_rows(conn, sa.select(*PLAN_COLUMNS).order_by(S.c.id))
+        rows = [ScheduleRow.from_row(row) for row in read]
+        states = runs.run_states(conn, rows, at("10:30"), timedelta(hours=6))
+
+    by_name = {row.name: states.get(row.id) for row in rows}
+    assert by_name == {
+        "idle": RunState(running=False, buffered=False),
+        "running": RunState(running=True, buffered=False),
+        "lost": RunState(running=False, buffered=False),
+        "buffered": RunState(running=True, buffered=True),
+        "behind-newer": RunState(running=False, buffered=False),
+        "allowed": None,
+    }
