@@ -1,5 +1,5 @@
 """Two reads a beat makes for many schedules at once, timed on a scratch PostgreSQL database
-(``python -m bench.reads``; ``BENCH_PG_ADMIN_URL`` names the server, default the local one).
+(``python -m bench.reads``; the database is a :class:`bench.services.Run`'s, on ``BENCH_POSTGRES``).
 
 ``missed W N H``
     ``Store.open_missed`` (a beat's look for missed deadlines, every ``dbeat_max_interval``)
@@ -15,27 +15,23 @@ database is dropped at the end.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 
+from bench.run import WORKDIR
+from bench.services import Run
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.audit import Actor
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import ScheduleRow
-from celery_dbeat.store import Store, migrate
+from celery_dbeat.store import migrate
 from celery_dbeat.store.models import S
 from celery_dbeat.store.reading import PLAN_COLUMNS, read_rows
 from celery_dbeat.store.runs import run_states
-
-ADMIN_URL = os.environ.get(
-    "BENCH_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-)
-DATABASE = "dbeat_bench_reads"
 
 #: ``H`` minutes of fires for every schedule: succeeded but the newest, whose run is going.
 _HISTORY = """
@@ -50,9 +46,7 @@ FROM dbeat_schedules s, generate_series(0, :last) g
 """
 
 
-def _store(schedules: list[Definition], history: int) -> Schedules:
-    url = sa.make_url(ADMIN_URL).set(database=DATABASE)
-    api = Schedules(url.render_as_string(hide_password=False))
+def _load(api: Schedules, schedules: list[Definition], history: int) -> None:
     migrate(api.store.engine)
     for first in range(0, len(schedules), 2000):
         api.add_many(schedules[first : first + 2000])
@@ -60,11 +54,11 @@ def _store(schedules: list[Definition], history: int) -> Schedules:
         with api.store.engine.begin() as conn:
             conn.execute(sa.text(_HISTORY), {"last": history - 1})
             conn.execute(sa.text("ANALYZE"))
-    return api
 
 
-def missed(watched: int, n: int, history: int, api_of: list[Schedules]) -> None:
-    api = _store(
+def missed(api: Schedules, watched: int, n: int, history: int) -> None:
+    _load(
+        api,
         [
             Definition.create(
                 name=f"s{i:06d}",
@@ -76,26 +70,24 @@ def missed(watched: int, n: int, history: int, api_of: list[Schedules]) -> None:
         ],
         history,
     )
-    api_of.append(api)
-    store, now = api.store, datetime.now(UTC)
+    now = datetime.now(UTC)
     for _ in range(3):
         started = time.perf_counter()
-        raised = store.open_missed(now, Actor("bench", "beat"))
+        raised = api.store.open_missed(now, Actor("bench", "beat"))
         took = time.perf_counter() - started
         print(f"missed W={watched} N={n} H={history}: {took * 1000:.1f} ms, {len(raised)} raised")
 
 
-def states(n: int, history: int, api_of: list[Schedules]) -> None:
-    api = _store(
+def states(api: Schedules, n: int, history: int) -> None:
+    _load(
+        api,
         [
             Definition.create(name=f"s{i:06d}", task="t", schedule=Every(60), overlap_policy="skip")
             for i in range(n)
         ],
         history,
     )
-    api_of.append(api)
-    store: Store = api.store
-    with store.engine.connect() as conn:
+    with api.store.engine.connect() as conn:
         read, _ = read_rows(conn, sa.select(*PLAN_COLUMNS).order_by(S.c.id).limit(500))
         rows = [ScheduleRow.from_row(row) for row in read]
         for _ in range(3):
@@ -110,24 +102,16 @@ def states(n: int, history: int, api_of: list[Schedules]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
-        conn.execute(sa.text(f"CREATE DATABASE {DATABASE}"))
-    opened: list[Schedules] = []
+    arguments = {"missed": 3, "states": 2}
+    if not argv or len(argv) - 1 != arguments.get(argv[0]):
+        sys.exit(__doc__)
+    numbers = [int(arg) for arg in argv[1:]]
+    run = Run(WORKDIR, f"reads-{argv[0]}")
     try:
-        if argv[:1] == ["missed"] and len(argv) == 4:
-            missed(int(argv[1]), int(argv[2]), int(argv[3]), opened)
-        elif argv[:1] == ["states"] and len(argv) == 3:
-            states(int(argv[1]), int(argv[2]), opened)
-        else:
-            sys.exit(__doc__)
+        with Schedules(run.database_url) as api:
+            (missed if argv[0] == "missed" else states)(api, *numbers)
     finally:
-        for api in opened:
-            api.close()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)"))
-        admin.dispose()
+        run.close()
 
 
 if __name__ == "__main__":

@@ -147,9 +147,10 @@ def _admin(admin_url: str, *statements: str) -> None:
         admin.dispose()
 
 
-def _create(kind: str) -> str:
-    """A new empty database of ``kind``, dropped by :func:`drop_databases` if no test dropped
-    it; the test is skipped (failed under ``CI``) if its server cannot be reached."""
+def _create(kind: str, prefix: str = "dbeat_t") -> str:
+    """A new empty database of ``kind`` named ``prefix_...``, dropped by :func:`drop_databases`
+    if no test dropped it; the test is skipped (failed under ``CI``) if its server cannot be
+    reached."""
     admin_url = _admin_url(kind)
     try:
         admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
@@ -158,7 +159,7 @@ def _create(kind: str) -> str:
         admin.dispose()
     except Exception as exc:
         unavailable(kind, admin_url, exc)
-    name = unique_name()
+    name = unique_name(prefix)
     _admin(admin_url, f"CREATE DATABASE {name}")
     _made[kind].add(name)
     return name
@@ -299,8 +300,8 @@ def _recycle(kind: str, name: str) -> None:
 
 
 def _empty_tables(conn: sa.Connection, tables: list[str]) -> None:
-    """Delete every row of ``tables`` (parents first) but the version's, children first, and
-    start each id again at 1."""
+    """Delete every row of ``tables`` (listed parents first) but the version's, children first,
+    and start each id again at 1."""
     postgresql = conn.dialect.name == "postgresql"
     for table in reversed(tables):
         if table != VERSION_TABLE:
@@ -391,10 +392,7 @@ def _template(backend: str) -> _Template:
         _folders.append(folder)
         url = sa.make_url(f"sqlite:///{folder}/t.db")
     else:
-        name = unique_name("dbeat_template")
-        _admin(_admin_url(backend), f"CREATE DATABASE {name}")
-        _made[backend].add(name)
-        url = _url_of(backend, name)
+        url = _url_of(backend, _create(backend, "dbeat_template"))
     store = Store(url.render_as_string(hide_password=False), server_clock=False)
     try:
         if backend == "sqlite":

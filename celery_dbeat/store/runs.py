@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
@@ -173,26 +174,23 @@ def _write_runs(
         return RecordedRuns(paused=counted.paused, alerts=counted.alerts)
 
 
-#: What a schedule's run state is read from: the newest few live fires by the (schedule_id, slot)
-#: key. A schedule with an overlap policy has at most one run and one buffered fire that matter.
-_STATE_COLUMNS = (F.c.id, F.c.status, F.c.finished_at, F.c.started_at, F.c.sent_at, F.c.recorded_at)
-_STATE_FIRES = 3
-
-#: :func:`run_states` of a whole batch on PostgreSQL: each schedule's newest live fires through
-#: the (schedule_id, slot) index, as :func:`_state` reads them, in one round trip.
-_STATES_PG = sa.text(
-    f"""
-    SELECT f.schedule_id, f.id, f.status, f.finished_at, f.started_at, f.sent_at, f.recorded_at
-    FROM unnest(CAST(:ids AS bigint[])) AS s(id)
-    CROSS JOIN LATERAL (
-        SELECT schedule_id, id, status, finished_at, started_at, sent_at, recorded_at
-        FROM dbeat_fires
-        WHERE schedule_id = s.id AND status = ANY(CAST(:live AS text[]))
-        ORDER BY slot DESC
-        LIMIT {_STATE_FIRES}
-    ) AS f
-    """
-).columns(F.c.schedule_id, *_STATE_COLUMNS)
+def _newest_live(schedule_id: int | sa.ColumnElement[int]) -> sa.Select[Any]:
+    """A schedule's newest few live fires by the (schedule_id, slot) key: a schedule with an
+    overlap policy has at most one run and one buffered fire that matter."""
+    return (
+        sa.select(
+            F.c.schedule_id,
+            F.c.id,
+            F.c.status,
+            F.c.finished_at,
+            F.c.started_at,
+            F.c.sent_at,
+            F.c.recorded_at,
+        )
+        .where(F.c.schedule_id == schedule_id, F.c.status.in_(_LIVE))
+        .order_by(F.c.slot.desc())
+        .limit(3)
+    )
 
 
 def _state(
@@ -203,13 +201,7 @@ def _state(
     *,
     exclude: int | None = None,
 ) -> RunState:
-    query = (
-        sa.select(*_STATE_COLUMNS)
-        .where(F.c.schedule_id == schedule_id, F.c.status.in_(_LIVE))
-        .order_by(F.c.slot.desc())
-        .limit(_STATE_FIRES)
-    )
-    return _state_of(conn.execute(query), now, max_run_time, exclude=exclude)
+    return _state_of(conn.execute(_newest_live(schedule_id)), now, max_run_time, exclude=exclude)
 
 
 def _state_of(
@@ -236,20 +228,27 @@ def run_states(
     conn: Connection, rows: Sequence[ScheduleRow], now: datetime, default_max_run_time: timedelta
 ) -> dict[int, RunState]:
     """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``): on
-    PostgreSQL in one statement for them all, elsewhere one per row."""
-    watched = [r for r in rows if r.overlap_policy not in (None, OverlapPolicy.ALLOW.value)]
-    if conn.dialect.name != "postgresql" or len(watched) < 2:
-        return {
-            r.id: _state(conn, r.id, now, _max_run_time(r.max_run_time, default_max_run_time))
-            for r in watched
-        }
-    fires: dict[int, list[Row[Any]]] = {r.id: [] for r in watched}
-    for fire in conn.execute(_STATES_PG, {"ids": list(fires), "live": list(_LIVE)}):
-        fires[fire.schedule_id].append(fire)
-    return {
-        r.id: _state_of(fires[r.id], now, _max_run_time(r.max_run_time, default_max_run_time))
-        for r in watched
+    PostgreSQL in one statement for them all (each schedule's :func:`_newest_live` fires, a
+    ``LATERAL`` join), elsewhere one per row."""
+    limits = {
+        r.id: _max_run_time(r.max_run_time, default_max_run_time)
+        for r in rows
+        if r.overlap_policy not in (None, OverlapPolicy.ALLOW.value)
     }
+    if not limits:
+        return {}
+    if conn.dialect.name != "postgresql":
+        return {i: _state(conn, i, now, limit) for i, limit in limits.items()}
+    ids = (
+        sa.func.unnest(sa.bindparam("ids", list(limits), type_=postgresql.ARRAY(sa.BigInteger)))
+        .table_valued("id")
+        .render_derived()
+    )
+    newest = _newest_live(ids.c.id).lateral()
+    fires: dict[int, list[Row[Any]]] = {i: [] for i in limits}
+    for fire in conn.execute(sa.select(newest).select_from(ids).join(newest, sa.true())):
+        fires[fire.schedule_id].append(fire)
+    return {i: _state_of(fires[i], now, limit) for i, limit in limits.items()}
 
 
 def release_buffered(
