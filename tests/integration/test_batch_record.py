@@ -1,8 +1,10 @@
 """``DueBatch.record`` of many transitions at once keeps each row's compare-and-set.
 
-PostgreSQL records a batch in one ``UPDATE ... FROM (VALUES ...)``; the other backends one row at a
-time. Either way a row changed since it was read (an edit, another beat) is left alone, and every
-other row of the batch is recorded as if it were alone.
+Each backend records a batch in one statement (PostgreSQL: an ``UPDATE ... FROM unnest(...)``;
+MySQL/MariaDB: an ``UPDATE ... JOIN JSON_TABLE(...)``; SQLite: one ``executemany``), and row by
+row when one of its rows changed since it was read. Either way a row changed since it was read
+(an edit, another beat) is left alone, and every other row of the batch is recorded as if it
+were alone.
 """
 
 from __future__ import annotations
@@ -80,3 +82,35 @@ def test_a_batch_records_each_unchanged_row_and_leaves_each_changed_one(
         ("last", "pending"),
         ("plain", "pending"),
     ]
+
+
+def test_a_batch_recorded_as_claimed_stores_each_rows_own_values(
+    store: Store, tables: Tables
+) -> None:
+    """The common case, one statement for the batch: every value lands on its own row."""
+    tables.sync([_hourly("plain"), _hourly("last", max_runs=1)], at("08:30"))
+    tables.insert("to-compute", next_run_at=None)
+    tables.insert("broken", next_run_at=at("08:00"), cron="not a cron \U0001f389 \u00e9")
+    now = at("09:00:02") + timedelta(microseconds=123456)
+    with store.claim_due(now, 10, "beat-1") as batch:
+        transitions = [plan(row, now, RULES) for row in batch.schedules]
+        requests = batch.record(transitions, now + LEASE)
+        assert sorted(t.schedule.name for t in batch.applied) == sorted(
+            t.schedule.name for t in transitions
+        )
+
+    assert sorted((r.schedule_name, r.slot) for r in requests) == [
+        ("last", at("09:00")),
+        ("plain", at("09:00")),
+    ]
+    plain, last, broken = tables.row("plain"), tables.row("last"), tables.row("broken")
+    assert (plain.next_run_at, plain.last_slot, plain.run_count) == (at("10:00"), at("09:00"), 1)
+    assert (plain.enabled, plain.finished_at, plain.last_error) == (True, None, None)
+    assert (last.next_run_at, last.last_slot, last.run_count) == (None, at("09:00"), 1)
+    assert (last.enabled, last.finished_at) == (False, now)
+    assert tables.row("to-compute").next_run_at == at("10:00")
+    assert tables.row("to-compute").run_count == 0
+    error = next(t.error for t in transitions if t.schedule.name == "broken")
+    assert error is not None
+    assert "\U0001f389 \u00e9" in error
+    assert (broken.next_run_at, broken.last_error, broken.enabled) == (None, error, True)

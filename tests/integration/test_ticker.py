@@ -610,7 +610,8 @@ def test_a_next_run_at_written_by_raw_sql_without_microseconds_fires(
     publisher: RecordingPublisher,
     make_ticker: MakeTicker,
 ) -> None:
-    tables.sync([cron("s", "0 * * * *")], START)
+    # Two schedules: their batch is recorded in one statement, which compares what is stored.
+    tables.sync([cron("s", "0 * * * *"), cron("t", "0 * * * *")], START)
     tables.execute("UPDATE dbeat_schedules SET next_run_at = '2024-05-06 09:30:00'")
     assert tables.row("s").next_run_at == at("09:30")
     ticker = make_ticker()
@@ -618,8 +619,8 @@ def test_a_next_run_at_written_by_raw_sql_without_microseconds_fires(
 
     sleeps = [ticker.tick() for _ in range(3)]
 
-    assert published(publisher) == fires("s", [at("09:30")])
-    assert tables.row("s").next_run_at == at("10:00")
+    assert sorted(published(publisher)) == fires("s", [at("09:30")]) + fires("t", [at("09:30")])
+    assert tables.row("s").next_run_at == tables.row("t").next_run_at == at("10:00")
     assert min(sleeps) > 0
 
 
