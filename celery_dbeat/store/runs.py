@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection, Engine, Row
 
 from ..core.fires import FINAL_RUN_STATUSES, FireStatus, PublishRequest, RunStatus, ScheduleRow
@@ -174,23 +174,72 @@ def _write_runs(
         return RecordedRuns(paused=counted.paused, alerts=counted.alerts)
 
 
+#: The newest live fires that show a schedule's run state: with an overlap policy it has at most
+#: one run and one buffered fire that matter.
+_NEWEST = 3
+_STATE_COLUMNS = (
+    F.c.schedule_id,
+    F.c.id,
+    F.c.status,
+    F.c.finished_at,
+    F.c.started_at,
+    F.c.sent_at,
+    F.c.recorded_at,
+)
+
+
 def _newest_live(schedule_id: int | sa.ColumnElement[int]) -> sa.Select[Any]:
-    """A schedule's newest few live fires by the (schedule_id, slot) key: a schedule with an
-    overlap policy has at most one run and one buffered fire that matter."""
+    """A schedule's :data:`_NEWEST` live fires by the (schedule_id, slot) key."""
     return (
-        sa.select(
-            F.c.schedule_id,
-            F.c.id,
-            F.c.status,
-            F.c.finished_at,
-            F.c.started_at,
-            F.c.sent_at,
-            F.c.recorded_at,
-        )
+        sa.select(*_STATE_COLUMNS)
         .where(F.c.schedule_id == schedule_id, F.c.status.in_(_LIVE))
         .order_by(F.c.slot.desc())
-        .limit(3)
+        .limit(_NEWEST)
     )
+
+
+def _newest_live_of(conn: Connection, ids: Sequence[int]) -> dict[int, list[Row[Any]]]:
+    """:func:`_newest_live` of many schedules in one statement. PostgreSQL joins it
+    ``LATERAL`` to the ids. MariaDB has no ``LATERAL``: there, and on SQLite, the slot of each
+    schedule's :data:`_NEWEST`-th live fire (one descent of the (schedule_id, slot) index) and
+    its live fires from that slot on. (PostgreSQL flattens that form into a hash join over every
+    live fire: 90 against 14 ms for 500 schedules with an hour of history.)"""
+    query: sa.Select[Any]
+    if conn.dialect.name == "postgresql":
+        unnest = sa.func.unnest(sa.bindparam("ids", list(ids), type_=ARRAY(sa.BigInteger)))
+        id_column = unnest.table_valued("id").render_derived()
+        newest = _newest_live(id_column.c.id).lateral()
+        query = sa.select(newest).select_from(id_column).join(newest, sa.true())
+    else:
+        newer = F.alias("newer")
+        floor = (
+            sa.select(newer.c.slot)
+            .where(newer.c.schedule_id == S.c.id, newer.c.status.in_(_LIVE))
+            .order_by(newer.c.slot.desc())
+            .offset(_NEWEST - 1)
+            .limit(1)
+            .scalar_subquery()
+        )
+        floors = sa.select(S.c.id, floor.label("floor")).where(S.c.id.in_(ids)).subquery()
+        query = (
+            sa.select(*_STATE_COLUMNS)
+            .select_from(floors)
+            .join(
+                F,
+                sa.and_(
+                    F.c.schedule_id == floors.c.id,
+                    F.c.status.in_(_LIVE),
+                    F.c.slot >= sa.func.coalesce(floors.c.floor, F.c.slot),
+                ),
+            )
+            .order_by(F.c.schedule_id, F.c.slot.desc())
+        )
+    fires: dict[int, list[Row[Any]]] = {i: [] for i in ids}
+    for fire in conn.execute(query):
+        newest_fires = fires[fire.schedule_id]
+        if len(newest_fires) < _NEWEST:  # two fires of the floor's slot: a slot's manual fire too
+            newest_fires.append(fire)
+    return fires
 
 
 def _state(
@@ -227,9 +276,8 @@ def _max_run_time(value: float | None, default: timedelta) -> timedelta:
 def run_states(
     conn: Connection, rows: Sequence[ScheduleRow], now: datetime, default_max_run_time: timedelta
 ) -> dict[int, RunState]:
-    """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``): on
-    PostgreSQL in one statement for them all (each schedule's :func:`_newest_live` fires, a
-    ``LATERAL`` join), elsewhere one per row."""
+    """The run state of each row whose overlap policy needs it (``skip``, ``buffer_one``), read
+    in one statement for them all (:func:`_newest_live_of`)."""
     limits = {
         r.id: _max_run_time(r.max_run_time, default_max_run_time)
         for r in rows
@@ -237,17 +285,7 @@ def run_states(
     }
     if not limits:
         return {}
-    if conn.dialect.name != "postgresql":
-        return {i: _state(conn, i, now, limit) for i, limit in limits.items()}
-    ids = (
-        sa.func.unnest(sa.bindparam("ids", list(limits), type_=postgresql.ARRAY(sa.BigInteger)))
-        .table_valued("id")
-        .render_derived()
-    )
-    newest = _newest_live(ids.c.id).lateral()
-    fires: dict[int, list[Row[Any]]] = {i: [] for i in limits}
-    for fire in conn.execute(sa.select(newest).select_from(ids).join(newest, sa.true())):
-        fires[fire.schedule_id].append(fire)
+    fires = _newest_live_of(conn, list(limits))
     return {i: _state_of(fires[i], now, limit) for i, limit in limits.items()}
 
 
