@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import loaders
-from bench.services import ROOT, Run
+from bench.services import ROOT, SERVERS, Run
 
 #: Seconds between arming a herd and its slot: more than beat's longest sleep (5 s), so every
 #: beat has looked at the table again before the slot.
@@ -68,11 +68,13 @@ def herd(
     repeats: int = 3,
     timeout: float = 600,
     profile_dir: Path | None = None,
+    database: str = "postgresql",
 ) -> list[dict[str, Any]]:
-    """``system``: ``dbeat``, ``redbeat`` or ``django``; one row per (beat count, repetition)."""
+    """``system``: ``dbeat``, ``redbeat`` or ``django``; one row per (beat count, repetition).
+    ``database``: where celery-dbeat keeps the schedules (a key of :data:`.services.SERVERS`)."""
     if system == "django":
         return [_herd_django(workdir, n, timeout)]
-    run = Run(workdir, f"herd-{system}-{n}")
+    run = Run(workdir, f"herd-{system}-{n}", server=SERVERS[database])
     rows: list[dict[str, Any]] = []
     try:
         load = loaders.load_dbeat if system == "dbeat" else loaders.load_redbeat
@@ -98,6 +100,8 @@ def herd(
                     profile = profile_dir / f"herd-{system}-{n}.txt"
                 row = _measure(run, n, slot, timeout, profile)
                 row.update(scenario="herd", system=system, n=n, beats=count, rep=rep, load_s=load_s)
+                if database != "postgresql":
+                    row.update(system=f"{system} ({database})")
                 if rep == -1:
                     row.update(scenario="herd-profiled")
                 rows.append(row)

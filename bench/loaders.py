@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from bench.app import TASK_NAME
 from bench.services import ROOT, Run
+from celery_dbeat.store.models import S
 
 UTC = timezone.utc
 DAY = 86400
@@ -59,16 +60,16 @@ def arm_dbeat(run: Run, slot: float, spread: int = 0) -> None:
     ``spread``) seconds instead."""
     at = datetime.fromtimestamp(slot, UTC)
     with run.engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "UPDATE dbeat_schedules SET next_run_at = :at"
-                " + (id % :spread) * interval '1 second'"
-            ),
-            {"at": at, "spread": max(spread, 1)},
-        )
+        for offset in range(max(spread, 1)):
+            conn.execute(
+                sa.update(S)
+                .where(S.c.id % max(spread, 1) == offset)
+                .values(next_run_at=at + timedelta(seconds=offset))
+            )
     # The bulk update leaves a dead copy of every row; vacuum as autovacuum soon would.
+    analyze = {"postgresql": "VACUUM ANALYZE", "mysql": "ANALYZE TABLE", "sqlite": "ANALYZE"}
     with run.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        conn.exec_driver_sql("VACUUM ANALYZE dbeat_schedules")
+        conn.exec_driver_sql(f"{analyze[run.dialect]} dbeat_schedules")
 
 
 # RedBeat ---------------------------------------------------------------------------------------

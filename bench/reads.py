@@ -1,5 +1,6 @@
-"""Two reads a beat makes for many schedules at once, timed on a scratch PostgreSQL database
-(``python -m bench.reads``; the database is a :class:`bench.services.Run`'s, on ``BENCH_POSTGRES``).
+"""Two reads a beat makes for many schedules at once, timed on a scratch database
+(``python -m bench.reads KIND ... [postgresql|mysql|sqlite]``; the database is a
+:class:`bench.services.Run`'s, by default on ``BENCH_POSTGRES``).
 
 ``missed W N H``
     ``Store.open_missed`` (a beat's look for missed deadlines, every ``dbeat_max_interval``)
@@ -22,28 +23,46 @@ from datetime import UTC, datetime, timedelta
 import sqlalchemy as sa
 
 from bench.run import WORKDIR
-from bench.services import Run
+from bench.services import SERVERS, Run
 from celery_dbeat import Every
 from celery_dbeat.api import Schedules
 from celery_dbeat.core.audit import Actor
 from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import ScheduleRow
 from celery_dbeat.store import migrate
-from celery_dbeat.store.models import S
+from celery_dbeat.store.models import F, S
 from celery_dbeat.store.reading import PLAN_COLUMNS, read_rows
 from celery_dbeat.store.runs import run_states
 
-#: ``H`` minutes of fires for every schedule: succeeded but the newest, whose run is going.
-_HISTORY = """
-INSERT INTO dbeat_fires (schedule_id, slot, manual, status, slot_count, task_id, beat,
-    recorded_at, attempts, run_status, finished_at)
-SELECT s.id, date_trunc('minute', now()) - g * interval '1 minute', false, 'sent', 1,
-    md5(s.id || '-' || g), 'bench', now(), 0,
-    CASE WHEN g = 0 THEN NULL ELSE 'succeeded' END,
-    CASE WHEN g = 0 THEN NULL
-        ELSE date_trunc('minute', now()) - g * interval '1 minute' + interval '2 seconds' END
-FROM dbeat_schedules s, generate_series(0, :last) g
-"""
+
+def _history(engine: sa.Engine, history: int) -> None:
+    """``history`` minutes of fires for every schedule: succeeded but the newest, whose run is
+    going."""
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    with engine.begin() as conn:
+        ids = list(conn.execute(sa.select(S.c.id)).scalars())
+        rows = [
+            {
+                "schedule_id": i,
+                "slot": now - timedelta(minutes=g),
+                "manual": False,
+                "status": "sent",
+                "slot_count": 1,
+                "task_id": f"bench-{i}-{g}",
+                "beat": "bench",
+                "recorded_at": now,
+                "attempts": 0,
+                "run_status": "succeeded" if g else None,
+                "finished_at": now - timedelta(minutes=g, seconds=-2) if g else None,
+            }
+            for i in ids
+            for g in range(history)
+        ]
+        for first in range(0, len(rows), 5000):
+            conn.execute(sa.insert(F), rows[first : first + 5000])
+    analyze = {"postgresql": "ANALYZE", "mysql": "ANALYZE TABLE dbeat_fires", "sqlite": "ANALYZE"}
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql(analyze[engine.dialect.name])
 
 
 def _load(api: Schedules, schedules: list[Definition], history: int) -> None:
@@ -51,9 +70,7 @@ def _load(api: Schedules, schedules: list[Definition], history: int) -> None:
     for first in range(0, len(schedules), 2000):
         api.add_many(schedules[first : first + 2000])
     if history:
-        with api.store.engine.begin() as conn:
-            conn.execute(sa.text(_HISTORY), {"last": history - 1})
-            conn.execute(sa.text("ANALYZE"))
+        _history(api.store.engine, history)
 
 
 def missed(api: Schedules, watched: int, n: int, history: int) -> None:
@@ -102,14 +119,18 @@ def states(api: Schedules, n: int, history: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    arguments = {"missed": 3, "states": 2}
-    if not argv or len(argv) - 1 != arguments.get(argv[0]):
+    kind, *rest = argv or [""]
+    counts = {"missed": 3, "states": 2}
+    if kind not in counts or len(rest) not in (counts[kind], counts[kind] + 1):
         sys.exit(__doc__)
-    numbers = [int(arg) for arg in argv[1:]]
-    run = Run(WORKDIR, f"reads-{argv[0]}")
+    numbers = [int(arg) for arg in rest[: counts[kind]]]
+    database = rest[counts[kind]] if len(rest) > counts[kind] else "postgresql"
+    if database not in SERVERS:
+        sys.exit(__doc__)
+    run = Run(WORKDIR, f"reads-{kind}", server=SERVERS[database])
     try:
         with Schedules(run.database_url) as api:
-            (missed if argv[0] == "missed" else states)(api, *numbers)
+            (missed if kind == "missed" else states)(api, *numbers)
     finally:
         run.close()
 

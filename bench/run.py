@@ -83,6 +83,12 @@ def main(argv: list[str] | None = None) -> None:
         choices=["stored", "config", "config-every"],
         help="memory: stored through the API, or synced from beat_schedule (default: both)",
     )
+    parser.add_argument(
+        "--database",
+        choices=["postgresql", "mysql", "sqlite"],
+        default="postgresql",
+        help="herd, scaleout: where celery-dbeat keeps the schedules (mysql: MariaDB too)",
+    )
     parser.add_argument("--out", type=Path, default=WORKDIR / "results.jsonl")
     args = parser.parse_args(argv)
     # A SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so every scenario still drops its
@@ -118,12 +124,17 @@ def main(argv: list[str] | None = None) -> None:
                         repeats=args.repeats,
                         timeout=args.timeout,
                         profile_dir=profile_dir,
+                        database=args.database,
                     )
                 )
     elif args.scenario == "scaleout":
         beats = tuple(args.beats or [1, 2, 3])
         for n in args.n or [10_000]:
-            emit(herd.herd(WORKDIR, "dbeat", n, beats=beats, repeats=args.repeats))
+            emit(
+                herd.herd(
+                    WORKDIR, "dbeat", n, beats=beats, repeats=args.repeats, database=args.database
+                )
+            )
     elif args.scenario == "steady":
         for n in args.n or [100_000]:
             emit(

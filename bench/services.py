@@ -27,6 +27,12 @@ from bench.app import ready_key
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_SERVER = os.environ.get("BENCH_POSTGRES", "postgresql+psycopg://postgres@127.0.0.1:5432")
+MYSQL_SERVER = os.environ.get(
+    "BENCH_MYSQL", "mysql+pymysql://root@127.0.0.1:3306?ssl_disabled=true"
+)
+#: Where the scenarios that take ``--database`` keep their schedules (SQLite: a file in the
+#: run's directory).
+SERVERS = {"postgresql": PG_SERVER, "mysql": MYSQL_SERVER, "sqlite": "sqlite://"}
 REDIS_URL = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379/0")
 SCHEDULERS = {
     "dbeat": "celery_dbeat.Scheduler",
@@ -66,25 +72,32 @@ class Beat:
 
 
 class Run:
-    """One database and one key prefix for a scenario; ``close`` removes them."""
+    """One database (or SQLite file) and one key prefix for a scenario; ``close`` removes them."""
 
     def __init__(self, workdir: Path, label: str, *, server: str = PG_SERVER) -> None:
-        """``server``: a PostgreSQL URL without a database (default ``BENCH_POSTGRES``)."""
+        """``server``: a PostgreSQL or MySQL/MariaDB URL without a database (default
+        ``BENCH_POSTGRES``), or ``sqlite://``."""
         self.tag = f"dbeat_bench_{uuid.uuid4().hex[:8]}"
         self.label = label
         self.workdir = workdir / f"{label}-{self.tag}"
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.database_url = f"{server}/{self.tag}"
+        url = sa.make_url(server)
+        self.dialect = url.get_backend_name()
+        database = str(self.workdir / "schedules.db") if self.dialect == "sqlite" else self.tag
+        self.database_url = url.set(database=database).render_as_string(hide_password=False)
         self.redis_url = REDIS_URL
         self.prefix = f"{self.tag}:"
         self.queue = "bench"
         self.redis = redis.Redis.from_url(REDIS_URL)
         self.beats: list[Beat] = []
-        self._admin = sa.create_engine(
-            f"{server}/postgres", isolation_level="AUTOCOMMIT", poolclass=sa.NullPool
-        )
-        with self._admin.connect() as conn:
-            conn.exec_driver_sql(f'CREATE DATABASE "{self.tag}"')
+        self._admin: sa.Engine | None = None
+        if self.dialect != "sqlite":
+            admin = url.set(database="postgres" if self.dialect == "postgresql" else None)
+            self._admin = sa.create_engine(
+                admin, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool
+            )
+            with self._admin.connect() as conn:
+                conn.exec_driver_sql(f"CREATE DATABASE {self.tag}")
         self.engine = sa.create_engine(self.database_url, poolclass=sa.NullPool)
 
     # processes
@@ -197,8 +210,13 @@ class Run:
             self.redis.delete(*keys[start : start + 5000])
         self.redis.close()
         self.engine.dispose()
+        if self._admin is None:
+            for path in self.workdir.glob("schedules.db*"):
+                path.unlink()
+            return
         with self._admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{self.tag}" WITH (FORCE)')
+            force = " WITH (FORCE)" if self.dialect == "postgresql" else ""
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {self.tag}{force}")
         self._admin.dispose()
 
 
