@@ -21,6 +21,21 @@ from celery_dbeat.store.runs import RunEvent, record_runs
 from tests.integration.conftest import MakeTicker, RecordingPublisher, at
 
 
+def statements_of(store: Store, ticker: Ticker) -> int:
+    """The SQL statements one tick of ``ticker`` sends."""
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        ticker.tick()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    return len(statements)
+
+
 def test_the_upkeep_takes_as_many_statements_for_50_schedules_as_for_5(
     store: Store,
     api: Schedules,
@@ -29,10 +44,6 @@ def test_the_upkeep_takes_as_many_statements_for_50_schedules_as_for_5(
     publisher: RecordingPublisher,
 ) -> None:
     api.calendars.add("holidays", dates=["2024-12-25"])
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        statements.append(statement)
 
     def add(first: int, last: int) -> None:
         for n in range(first, last):
@@ -60,13 +71,7 @@ def test_the_upkeep_takes_as_many_statements_for_50_schedules_as_for_5(
             [RunEvent(r.task_id, RunStatus.SUCCEEDED, fired, worker="w1") for r, *_ in publisher],
         )
         clock.set(counted)
-        statements.clear()
-        sa.event.listen(store.engine, "before_cursor_execute", count)
-        try:
-            ticker.tick()
-        finally:
-            sa.event.remove(store.engine, "before_cursor_execute", count)
-        return len(statements)
+        return statements_of(store, ticker)
 
     clock.set(at("09:30"))
     add(0, 5)
@@ -89,10 +94,6 @@ def test_a_due_tick_takes_as_many_statements_for_50_schedules_as_for_5(
     """Recording a batch's fires once took one UPDATE per schedule on MySQL/MariaDB and SQLite
     (the compare-and-set of each row: a third of a beat's CPU in a herd), and reading the run
     states of those with an overlap policy one query per schedule."""
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        statements.append(statement)
 
     def add(first: int, last: int) -> None:
         for n in range(first, last):
@@ -105,25 +106,17 @@ def test_a_due_tick_takes_as_many_statements_for_50_schedules_as_for_5(
                 overlap_policy=("skip", "buffer_one", "allow")[n % 3],
             )
 
-    def due_tick(ticker: Ticker, fired: datetime) -> int:
-        clock.set(fired)
-        statements.clear()
-        sa.event.listen(store.engine, "before_cursor_execute", count)
-        try:
-            ticker.tick()
-        finally:
-            sa.event.remove(store.engine, "before_cursor_execute", count)
-        return len(statements)
-
     clock.set(at("09:30"))
     add(0, 5)
     ticker = make_ticker()
     ticker.tick()
-    five = due_tick(ticker, at("10:00"))
+    clock.set(at("10:00"))
+    five = statements_of(store, ticker)
     clock.set(at("10:30"))
     add(5, 50)
     ticker.tick()
-    fifty = due_tick(ticker, at("11:00:00"))
+    clock.set(at("11:00"))
+    fifty = statements_of(store, ticker)
 
     assert len(publisher) == 5 + 48  # s01 and s03 ran their one run at 10:00
     assert fifty == five
