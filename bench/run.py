@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         "--database",
         choices=["postgresql", "mysql", "sqlite"],
         default="postgresql",
-        help="herd, scaleout: where celery-dbeat keeps the schedules (mysql: MariaDB too)",
+        help="herd, scaleout, steady: where celery-dbeat keeps the schedules (mysql: MariaDB too)",
     )
     parser.add_argument("--out", type=Path, default=WORKDIR / "results.jsonl")
     args = parser.parse_args(argv)
@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
                     seconds=args.seconds,
                     edit_rate=args.edit_rate,
                     beats=(args.beats or [1])[0],
+                    database=args.database,
                 )
             )
     elif args.scenario == "idle":

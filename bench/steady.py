@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import loaders
-from bench.services import ROOT, Run, decode
+from bench.services import ROOT, SERVERS, Run, decode
 
 
 class Collector(threading.Thread):
@@ -94,9 +94,11 @@ def steady(
     edit_rate: float = 1000,
     editors: int = 4,
     beats: int = 1,
+    database: str = "postgresql",
 ) -> list[dict[str, Any]]:
-    """``beats`` beats share the schedules (beat CPU is theirs together, peak RSS the most)."""
-    run = Run(workdir, f"steady-{n}")
+    """``beats`` beats share the schedules (beat CPU is theirs together, peak RSS the most);
+    ``database``: where they are kept (a key of :data:`.services.SERVERS`)."""
+    run = Run(workdir, f"steady-{n}", server=SERVERS[database])
     rows: list[dict[str, Any]] = []
     try:
         load_s = loaders.load_dbeat(run, n, spread=True)
