@@ -1,4 +1,4 @@
-"""Two reads a beat makes for many schedules at once, timed on a scratch database
+"""Reads and writes a beat makes for many schedules at once, timed on a scratch database
 (``python -m bench.reads KIND ... [postgresql|mysql|sqlite]``; the database is a
 :class:`bench.services.Run`'s, by default on ``BENCH_POSTGRES``).
 
@@ -9,8 +9,12 @@
 ``states N H``
     ``store.runs.run_states`` (read for every batch of schedules with an overlap policy) of a
     batch of 500 ``skip`` schedules out of ``N``, each with ``H`` minutes of history.
+``takeover N``
+    ``Store.claim_stale_pending`` (a beat taking over a dead beat's fires) of 500 of ``N``
+    fires whose lease is over, one a schedule.
 
-Three passes each; prints the wall time (and for ``states`` the CPU time) of each. The scratch
+Three passes each; prints the wall time (and for ``states`` and ``takeover`` the CPU time) of
+each. The scratch
 database is dropped at the end.
 """
 
@@ -95,6 +99,40 @@ def missed(api: Schedules, watched: int, n: int, history: int) -> None:
         print(f"missed W={watched} N={n} H={history}: {took * 1000:.1f} ms, {len(raised)} raised")
 
 
+def takeover(api: Schedules, n: int) -> None:
+    _load(
+        api,
+        [Definition.create(name=f"s{i:06d}", task="t", schedule=Every(60)) for i in range(n)],
+        0,
+    )
+    now = datetime.now(UTC)
+    with api.store.engine.begin() as conn:
+        ids = list(conn.execute(sa.select(S.c.id)).scalars())
+        conn.execute(
+            sa.insert(F),
+            [
+                {
+                    "schedule_id": i,
+                    "slot": now - timedelta(minutes=1),
+                    "manual": False,
+                    "status": "pending",
+                    "slot_count": 1,
+                    "task_id": f"bench-{i}",
+                    "beat": "dead",
+                    "recorded_at": now,
+                    "lease_until": now - timedelta(seconds=30),
+                    "attempts": 0,
+                }
+                for i in ids
+            ],
+        )
+    for _ in range(3):
+        started, cpu = time.perf_counter(), time.process_time()
+        taken = api.store.claim_stale_pending(now, now + timedelta(minutes=5), 500)
+        took, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(f"takeover of {len(taken)} (N={n}): {took * 1000:.1f} ms, {cpu * 1000:.1f} ms CPU")
+
+
 def states(api: Schedules, n: int, history: int) -> None:
     _load(
         api,
@@ -120,7 +158,7 @@ def states(api: Schedules, n: int, history: int) -> None:
 
 def main(argv: list[str]) -> None:
     kind, *rest = argv or [""]
-    counts = {"missed": 3, "states": 2}
+    counts = {"missed": 3, "states": 2, "takeover": 1}
     if kind not in counts or len(rest) not in (counts[kind], counts[kind] + 1):
         sys.exit(__doc__)
     numbers = [int(arg) for arg in rest[: counts[kind]]]
@@ -130,7 +168,7 @@ def main(argv: list[str]) -> None:
     run = Run(WORKDIR, f"reads-{kind}", server=SERVERS[database])
     try:
         with Schedules(run.database_url) as api:
-            (missed if kind == "missed" else states)(api, *numbers)
+            {"missed": missed, "states": states, "takeover": takeover}[kind](api, *numbers)
     finally:
         run.close()
 

@@ -156,6 +156,21 @@ def claim_stale_pending(
         rows = set_unreadable_fires_aside(conn, query)
 
         def take(part: Sequence[Row[Any]]) -> list[PublishRequest]:
+            # The rows are locked (FOR UPDATE; SQLite's BEGIN IMMEDIATE): each still holds the
+            # expired lease read, and one statement a chunk takes them all. Should one not (it
+            # changed in this transaction), that is undone and each is taken alone.
+            with conn.begin_nested() as savepoint:
+                expired = sa.and_(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
+                count = 0
+                for chunk in chunked([r.id for r in part]):
+                    count += conn.execute(
+                        sa.update(F)
+                        .where(among(conn, F.c.id, chunk), expired)
+                        .values(lease_until=lease_until)
+                    ).rowcount
+                if count == len(part):
+                    return [PublishRequest.from_row(r, lease_until) for r in part]
+                savepoint.rollback()
             taken = []
             for r in part:
                 result = conn.execute(

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -511,6 +513,79 @@ def test_claim_stale_pending_takes_only_expired_leases_and_only_once(
     leases = {f.task_id: f.lease_until for f in tables.fires("h")}
     assert leases["expired"] == now + 2 * LEASE
     assert leases["sent"] == at("08:01")
+
+
+def _expired_fires(store: Store, tables: Tables, name: str, count: int) -> list[str]:
+    """``count`` fires of a new schedule ``name``, pending under a lease over at 09:30."""
+    schedule_id = tables.insert(name, next_run_at=at("12:00"))
+    task_ids = [f"{name}-{n:02}" for n in range(count)]
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(F),
+            [
+                _fire(schedule_id, at("09:00") + timedelta(minutes=n), task_id,
+                      status=FireStatus.PENDING.value, lease_until=at("09:30"))
+                for n, task_id in enumerate(task_ids)
+            ],
+        )  # fmt: skip
+    return task_ids
+
+
+@contextmanager
+def _each_statement(store: Store, seen: Callable[[Any, str], None]) -> Iterator[None]:
+    """``seen(cursor, statement)`` before each statement ``store`` sends meanwhile."""
+
+    def listener(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        seen(cursor, statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        yield
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", listener)
+
+
+def test_taking_over_50_expired_fires_takes_as_many_statements_as_5(
+    store: Store, tables: Tables
+) -> None:
+    """A beat taking over a dead beat's fires once leased each with its own UPDATE (500 fires:
+    215-260 ms of which 120 ms of the beat's CPU on PostgreSQL)."""
+    now = at("10:00")
+    statements: list[str] = []
+    counts = []
+    for name, count in (("five", 5), ("fifty", 50)):
+        task_ids = _expired_fires(store, tables, name, count)
+        statements.clear()
+        with _each_statement(store, lambda cursor, statement: statements.append(statement)):
+            taken = store.claim_stale_pending(now, now + LEASE, 100)
+        assert sorted(r.task_id for r in taken) == task_ids
+        counts.append(len(statements))
+    assert counts[0] == counts[1]
+    assert {f.lease_until for f in tables.fires()} == {now + LEASE}
+
+
+def test_a_fire_changed_while_the_others_are_taken_over_is_taken_alone_like_them(
+    store: Store, tables: Tables
+) -> None:
+    """The batch UPDATE of a takeover does not say which fires it leased: when it leases fewer
+    than it read, it is undone and each fire is taken over alone."""
+    task_ids = _expired_fires(store, tables, "h", 6)
+    now = at("10:00")
+    changed: list[str] = []
+
+    def change_one_first(cursor: Any, statement: str) -> None:
+        # Meanwhile, in the same transaction: one fire no longer holds its expired lease.
+        if not changed and statement.startswith("UPDATE dbeat_fires SET lease_until"):
+            changed.append(statement)
+            cursor.execute("UPDATE dbeat_fires SET status = 'sent' WHERE task_id = 'h-03'")
+
+    with _each_statement(store, change_one_first):
+        taken = store.claim_stale_pending(now, now + LEASE, 100)
+
+    # The change was undone with the batch; each fire, taken alone, was taken once.
+    assert changed
+    assert sorted(r.task_id for r in taken) == task_ids
+    assert {(f.status, f.lease_until) for f in tables.fires("h")} == {("pending", now + LEASE)}
 
 
 CONCURRENT = [pytest.param("postgresql", id="postgresql"), pytest.param("mysql", id="mysql")]
