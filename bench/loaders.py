@@ -60,12 +60,16 @@ def arm_dbeat(run: Run, slot: float, spread: int = 0) -> None:
     ``spread``) seconds instead."""
     at = datetime.fromtimestamp(slot, UTC)
     with run.engine.begin() as conn:
-        for offset in range(max(spread, 1)):
+        if spread > 1:  # the memory scenario's passes, on PostgreSQL only
             conn.execute(
-                sa.update(S)
-                .where(S.c.id % max(spread, 1) == offset)
-                .values(next_run_at=at + timedelta(seconds=offset))
+                sa.text(
+                    "UPDATE dbeat_schedules"
+                    " SET next_run_at = :at + (id % :spread) * interval '1 second'"
+                ),
+                {"at": at, "spread": spread},
             )
+        else:
+            conn.execute(sa.update(S).values(next_run_at=at))
     # The bulk update leaves a dead copy of every row; vacuum as autovacuum soon would.
     analyze = {"postgresql": "VACUUM ANALYZE", "mysql": "ANALYZE TABLE", "sqlite": "ANALYZE"}
     with run.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:

@@ -16,7 +16,7 @@ from ..core.fires import FireStatus, PublishRequest, fire_task_id
 from .clock import DatabaseClock
 from .engine import skips_locked
 from .failures import driver_message
-from .isolation import isolated, set_fire_aside, set_schedule_aside, storable
+from .isolation import all_or_each, isolated, set_fire_aside, set_schedule_aside, storable
 from .models import F, S
 from .reading import IN_CHUNK, among, chunked, read_rows
 from .schedules import ensure_uid, load_schedule
@@ -155,36 +155,32 @@ def claim_stale_pending(
             query = query.with_for_update(of=F, skip_locked=True)
         rows = set_unreadable_fires_aside(conn, query)
 
-        def take(part: Sequence[Row[Any]]) -> list[PublishRequest]:
-            # The rows are locked (FOR UPDATE; SQLite's BEGIN IMMEDIATE): each still holds the
-            # expired lease read, and one statement a chunk takes them all. Should one not (it
-            # changed in this transaction), that is undone and each is taken alone.
-            with conn.begin_nested() as savepoint:
-                expired = sa.and_(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
-                count = 0
-                for chunk in chunked([r.id for r in part]):
-                    count += conn.execute(
-                        sa.update(F)
-                        .where(among(conn, F.c.id, chunk), expired)
-                        .values(lease_until=lease_until)
-                    ).rowcount
-                if count == len(part):
-                    return [PublishRequest.from_row(r, lease_until) for r in part]
-                savepoint.rollback()
-            taken = []
-            for r in part:
-                result = conn.execute(
+        def one(r: Row[Any]) -> bool:
+            held = sa.and_(
+                F.c.id == r.id,
+                F.c.status == FireStatus.PENDING.value,
+                F.c.lease_until == r.lease_until,
+            )
+            return (
+                conn.execute(sa.update(F).where(held).values(lease_until=lease_until)).rowcount == 1
+            )
+
+        def every(part: Sequence[Row[Any]]) -> int:
+            # The rows were read locked (FOR UPDATE; SQLite's BEGIN IMMEDIATE): each still holds
+            # the expired lease read.
+            expired = sa.and_(F.c.status == FireStatus.PENDING.value, F.c.lease_until <= now)
+            return sum(
+                conn.execute(
                     sa.update(F)
-                    .where(
-                        F.c.id == r.id,
-                        F.c.status == FireStatus.PENDING.value,
-                        F.c.lease_until == r.lease_until,
-                    )
+                    .where(among(conn, F.c.id, chunk), expired)
                     .values(lease_until=lease_until)
-                )
-                if result.rowcount == 1:
-                    taken.append(PublishRequest.from_row(r, lease_until))
-            return taken
+                ).rowcount
+                for chunk in chunked([r.id for r in part])
+            )
+
+        def take(part: Sequence[Row[Any]]) -> list[PublishRequest]:
+            taken = all_or_each(conn, part, every, one)
+            return [PublishRequest.from_row(r, lease_until) for r in taken]
 
         return lease_each(conn, rows, take, "take it over", lambda row: int(row.id))
 

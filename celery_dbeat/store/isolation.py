@@ -30,6 +30,7 @@ from .models import F, S
 
 __all__ = [
     "Refused",
+    "all_or_each",
     "aside_values",
     "isolated",
     "set_fire_aside",
@@ -66,6 +67,23 @@ def isolated(
     first, refused = isolated(conn, items[:half], write)
     second, refused_too = isolated(conn, items[half:], write)
     return first + second, refused + refused_too
+
+
+def all_or_each(
+    conn: Connection,
+    items: Sequence[T],
+    write_all: Callable[[Sequence[T]], int],
+    write_one: Callable[[T], bool],
+) -> list[T]:
+    """The items written: by ``write_all`` (one statement for them all, returning how many rows
+    it wrote) when it wrote every one; otherwise that is undone (a savepoint of ``conn``'s
+    transaction) and each is written by ``write_one``, which says whether it was. For a write
+    the database can only count, to rows the caller holds locked, so all normally succeed."""
+    with conn.begin_nested() as savepoint:
+        if write_all(items) == len(items):
+            return list(items)
+        savepoint.rollback()
+    return [item for item in items if write_one(item)]
 
 
 def storable(text: str | None, limit: int) -> str | None:

@@ -10,7 +10,7 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-__all__ = ["UTCDateTime"]
+__all__ = ["UTCDateTime", "naive_utc"]
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -32,12 +32,9 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"naive datetime {value!r} refused: pass an aware UTC datetime")
-        value = value.astimezone(timezone.utc)
         if dialect.name == "postgresql":
-            return value
-        return value.replace(tzinfo=None)
+            return _utc(value)
+        return naive_utc(value)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -45,3 +42,15 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=timezone.utc)
         return value.astimezone(timezone.utc)
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value!r} refused: pass an aware UTC datetime")
+    return value.astimezone(timezone.utc)
+
+
+def naive_utc(value: datetime) -> datetime:
+    """An aware instant as :class:`UTCDateTime` stores it on MySQL/MariaDB and SQLite: UTC
+    without a zone. Naive values are refused."""
+    return _utc(value).replace(tzinfo=None)

@@ -15,6 +15,7 @@ The surface suites (cli/, django/, flask/) are integration tests too and share t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, cast
@@ -270,6 +271,28 @@ def fires(
 ) -> list[tuple[str, datetime, str]]:
     """The ``(schedule name, slot, task id)`` beat publishes for each of ``instants``."""
     return [(name, t, task_id_of(name, t, store=store)) for t in instants]
+
+
+@contextmanager
+def on_each_statement(store: Store, seen: Callable[[Any, str], None]) -> Iterator[None]:
+    """``seen(cursor, statement)`` before each statement ``store`` sends meanwhile."""
+
+    def listener(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        seen(cursor, statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", listener)
+    try:
+        yield
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", listener)
+
+
+@contextmanager
+def statements_sent(store: Store) -> Iterator[list[str]]:
+    """The statements ``store`` sends meanwhile (an ``executemany`` counts once)."""
+    statements: list[str] = []
+    with on_each_statement(store, lambda _cursor, statement: statements.append(statement)):
+        yield statements
 
 
 def published(publisher: RecordingPublisher) -> list[tuple[str, datetime, str]]:

@@ -21,7 +21,7 @@ from celery_dbeat.core.specs import Cron
 from celery_dbeat.store import Store
 from celery_dbeat.store.models import Alert
 from celery_dbeat.store.runs import RunEvent, record_runs
-from tests.integration.conftest import F, Tables, at
+from tests.integration.conftest import F, Tables, at, statements_sent
 
 AL = cast(sa.Table, Alert.__table__)
 BEAT = Actor("beat-1", "beat")
@@ -252,21 +252,12 @@ def test_looking_for_missed_deadlines_takes_as_many_statements_for_50_schedules_
             name=name, task="t", schedule=Cron("0 * * * *"), alert_deadline="15m"
         )
 
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        statements.append(statement)
-
     def looked(size: int) -> int:
         tables.sync([hourly(f"s{n}") for n in range(size)], at("09:30"))
         for n in range(size):
             fire(store, tables, f"s{n}-10", at("10:00"), f"s{n}", run_status="succeeded")
-        statements.clear()
-        sa.event.listen(store.engine, "before_cursor_execute", count)
-        try:
+        with statements_sent(store) as statements:
             assert store.open_missed(at("10:30"), BEAT) == []
-        finally:
-            sa.event.remove(store.engine, "before_cursor_execute", count)
         with store.engine.begin() as conn:
             conn.execute(sa.delete(F))
         return len(statements)

@@ -27,7 +27,16 @@ from celery_dbeat.core.specs import Cron
 from celery_dbeat.store import Store, runs
 from celery_dbeat.store.reading import PLAN_COLUMNS, read_rows
 from celery_dbeat.store.runs import RunEvent, prune_history, prune_history_limits, record_runs
-from tests.integration.conftest import F, MakeTicker, RecordingPublisher, S, Tables, at, task_id_of
+from tests.integration.conftest import (
+    F,
+    MakeTicker,
+    RecordingPublisher,
+    S,
+    Tables,
+    at,
+    statements_sent,
+    task_id_of,
+)
 
 RUN = timedelta(minutes=90)
 
@@ -483,16 +492,8 @@ def test_a_history_limit_pass_costs_a_few_statements_whatever_the_schedules_with
         _history(
             store, tables, name, [at("09:00") - k * timedelta(hours=1) for k in range(2 + extra)]
         )
-    statements: list[str] = []
-
-    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        statements.append(statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
+    with statements_sent(store) as statements:
         deleted, after = prune_history_limits(store.engine, monotonic=clock.monotonic)
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
 
     assert (deleted, after) == (3, 0)
     assert len(statements) <= 10, statements

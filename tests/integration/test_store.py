@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -28,7 +27,14 @@ from celery_dbeat.core.misfire import MisfireRules
 from celery_dbeat.core.planning import plan
 from celery_dbeat.store import Store, check_schema, create_engine, database, migrate
 from celery_dbeat.store.database import VERSION_TABLE
-from tests.integration.conftest import F, Tables, at, task_id_of
+from tests.integration.conftest import (
+    F,
+    Tables,
+    at,
+    on_each_statement,
+    statements_sent,
+    task_id_of,
+)
 from tests.services import private_database
 
 UTC = timezone.utc
@@ -531,32 +537,16 @@ def _expired_fires(store: Store, tables: Tables, name: str, count: int) -> list[
     return task_ids
 
 
-@contextmanager
-def _each_statement(store: Store, seen: Callable[[Any, str], None]) -> Iterator[None]:
-    """``seen(cursor, statement)`` before each statement ``store`` sends meanwhile."""
-
-    def listener(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        seen(cursor, statement)
-
-    sa.event.listen(store.engine, "before_cursor_execute", listener)
-    try:
-        yield
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", listener)
-
-
 def test_taking_over_50_expired_fires_takes_as_many_statements_as_5(
     store: Store, tables: Tables
 ) -> None:
     """A beat taking over a dead beat's fires once leased each with its own UPDATE (500 fires:
     215-260 ms of which 120 ms of the beat's CPU on PostgreSQL)."""
     now = at("10:00")
-    statements: list[str] = []
     counts = []
     for name, count in (("five", 5), ("fifty", 50)):
         task_ids = _expired_fires(store, tables, name, count)
-        statements.clear()
-        with _each_statement(store, lambda cursor, statement: statements.append(statement)):
+        with statements_sent(store) as statements:
             taken = store.claim_stale_pending(now, now + LEASE, 100)
         assert sorted(r.task_id for r in taken) == task_ids
         counts.append(len(statements))
@@ -579,7 +569,7 @@ def test_a_fire_changed_while_the_others_are_taken_over_is_taken_alone_like_them
             changed.append(statement)
             cursor.execute("UPDATE dbeat_fires SET status = 'sent' WHERE task_id = 'h-03'")
 
-    with _each_statement(store, change_one_first):
+    with on_each_statement(store, change_one_first):
         taken = store.claim_stale_pending(now, now + LEASE, 100)
 
     # The change was undone with the batch; each fire, taken alone, was taken once.
