@@ -304,23 +304,23 @@ def due_times(
 ) -> Iterator[tuple[datetime, datetime] | Bulk[tuple[datetime, datetime]]]:
     """``(slot, instant it is due)`` for each slot: the slot itself, or later with jitter (hashed
     on the schedule's ``uid``). A bulk's bounds are paired with themselves (its slots are never
-    due one by one)."""
+    due one by one). Without jitter no slot is looked at before it is asked for."""
+    if jitter is None:
+        for slot in slots:
+            yield _paired(slot) if isinstance(slot, Bulk) else (slot, slot)
+        return
     ahead: Iterable[datetime | Bulk[datetime] | None] = chain(slots, [None])
     for current, following in pairwise(ahead):
         assert current is not None
         if isinstance(current, Bulk):
-            yield Bulk(
-                (current.first, current.first),
-                (current.last, current.last),
-                current.count,
-                current.dropped,
-            )
-            continue
-        if jitter is None:
-            yield current, current
+            yield _paired(current)
             continue
         nxt = following.first if isinstance(following, Bulk) else following
         yield current, fire_at(uid, current, jitter, nxt)
+
+
+def _paired(bulk: Bulk[datetime]) -> Bulk[tuple[datetime, datetime]]:
+    return Bulk((bulk.first, bulk.first), (bulk.last, bulk.last), bulk.count, bulk.dropped)
 
 
 def _due(pair: tuple[datetime, datetime]) -> datetime:

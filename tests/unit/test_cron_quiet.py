@@ -5,6 +5,7 @@ Nepal's 45-minute offset, a zone that moved across the date line), every DST rul
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta, timezone
 from itertools import islice
 from zoneinfo import ZoneInfo
@@ -14,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from celery_dbeat.core.errors import ValidationError
-from celery_dbeat.core.timing import CronSpec
+from celery_dbeat.core.timing import CronSpec, dst
 from tests.unit.test_cron_vs_cronsim import _case
 
 UTC = timezone.utc
@@ -108,3 +109,55 @@ def test_an_every_second_cron_is_found_by_arithmetic_across_a_whole_year_of_chan
     for change in _changes(zone):
         start = change - timedelta(hours=2)
         assert list(islice(spec.slots_after(start), 2000)) == list(islice(spec._walk(start), 2000))
+
+
+@functools.cache
+def _exact_changes(zone: str) -> list[tuple[datetime, timedelta]]:
+    """The zone's offset changes in 2025-2026 to the second, hour by hour and then second by
+    second (the slow way)."""
+    tz, found = ZoneInfo(zone), []
+    for hour in _changes(zone):
+        before = hour.astimezone(tz).utcoffset()
+        assert before is not None
+        for second in range(1, 3601):
+            instant = hour + timedelta(seconds=second)
+            after = instant.astimezone(tz).utcoffset()
+            assert after is not None
+            if after != before:
+                found.append((instant, after - before))
+                break
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    zone=st.sampled_from(ZONES),
+    pick=st.integers(0, 10),
+    shift=st.integers(-40 * 86400, 40 * 86400),
+    micro=st.sampled_from([0, 0, 1, 999_999]),
+    span=st.integers(0, 60 * 86400),
+    to_change=st.booleans(),
+)
+def test_offset_changes_are_each_change_in_the_window_once(
+    zone: str, pick: int, shift: int, micro: int, span: int, to_change: bool
+) -> None:
+    """Remembered a month at a time, the changes of any window ``(start, end]`` are the zone's
+    changes in it, to the second: windows across month ends, starting or ending on a change."""
+    exact = _exact_changes(zone)
+    anchor = exact[pick % len(exact)][0] if exact else datetime(2025, 6, 1, tzinfo=UTC)
+    start = anchor + timedelta(seconds=shift, microseconds=micro)
+    end = anchor if to_change and anchor > start else start + timedelta(seconds=span)
+    inside = datetime(2025, 1, 2, tzinfo=UTC) <= start and end < datetime(2026, 12, 31, tzinfo=UTC)
+    if not inside:
+        return
+    expected = [(at, size) for at, size in exact if start < at <= end]
+    assert list(dst.offset_changes(ZoneInfo(zone), start, end)) == expected
+
+
+def test_a_change_at_the_start_of_a_window_is_not_in_it() -> None:
+    zone = ZoneInfo("Europe/London")
+    change = datetime(2025, 3, 30, 1, tzinfo=UTC)
+    assert list(dst.offset_changes(zone, change, change + timedelta(days=1))) == []
+    assert list(dst.offset_changes(zone, change - timedelta(days=40), change)) == [
+        (change, timedelta(hours=1))
+    ]

@@ -156,6 +156,18 @@ class CronSpec(WallClock):
     def slots_after(self, after: datetime) -> Iterator[datetime]:
         """Slots strictly after ``after``, ascending, as aware UTC datetimes.
 
+        The first is remembered (:func:`_first_after`): a herd is many schedules of the same
+        expression due at the same slot, each asking for the slot after it; the rest are walked
+        from it only if asked for.
+        """
+        first = _first_after(self, after)
+        if first is None:
+            return iter(())
+        return itertools.chain((first,), self._slots_after(first))
+
+    def _slots_after(self, after: datetime) -> Iterator[datetime]:
+        """:meth:`slots_after`, found.
+
         Away from the zone's offset changes a wall time and a UTC instant correspond one to one:
         there the slots are the matching wall times, found day by day (one croniter step finds
         each matching day; its times come from the expanded hour, minute and second fields) and
@@ -271,6 +283,11 @@ def _found(walker: croniter) -> Iterator[datetime]:
         except CroniterBadDateError:
             return
 
+
+#: The first slot of a spec after an instant, remembered (see :meth:`CronSpec.slots_after`).
+_first_after = functools.lru_cache(maxsize=4096)(
+    lambda spec, after: next(spec._slots_after(after), None)
+)
 
 #: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;
 #: errors are not cached).

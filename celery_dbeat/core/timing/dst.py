@@ -21,6 +21,7 @@ ascending. Specs of elapsed time (interval, once, solar) have no wall times and 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -193,17 +194,38 @@ def resolve(zone: ZoneInfo, wall: datetime, gap: DstGap, fold: DstFold) -> list[
 def offset_changes(
     zone: ZoneInfo, start: datetime, end: datetime
 ) -> Iterator[tuple[datetime, timedelta]]:
-    """Offset changes of ``zone`` in ``[start, end]``: ``(instant, new offset - old offset)``,
-    ascending."""
+    """Offset changes of ``zone`` in ``(start, end]``: ``(instant, new offset - old offset)``,
+    ascending. Found a calendar month at a time and remembered (:func:`_month_changes`): beat
+    asks for the next week of changes of the same few zones for every slot it plans."""
     if zone.key in ("UTC", "Etc/UTC"):
         return
-    probe, offset = start, start.astimezone(zone).utcoffset() or timedelta(0)
-    while probe < end:
-        nxt = min(probe + _TRANSITION_PROBE, end)
+    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    year, month = start.year, start.month
+    while (year, month) <= (end.year, end.month):
+        for change in _month_changes(zone, year, month):
+            if start < change[0] <= end:
+                yield change
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _month_changes(zone: ZoneInfo, year: int, month: int) -> tuple[tuple[datetime, timedelta], ...]:
+    """The offset changes of ``zone`` after the first instant (UTC) of ``month`` up to the first
+    of the next, probed every :data:`_TRANSITION_PROBE`."""
+    low = datetime(year, month, 1, tzinfo=UTC)
+    try:
+        high = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+    except ValueError:  # December 9999
+        high = datetime.max.replace(tzinfo=UTC)
+    found = []
+    probe, offset = low, low.astimezone(zone).utcoffset() or timedelta(0)
+    while probe < high:
+        nxt = min(probe + _TRANSITION_PROBE, high)
         following = nxt.astimezone(zone).utcoffset() or timedelta(0)
         if following != offset:
-            yield transition(zone, probe, nxt), following - offset
+            found.append((transition(zone, probe, nxt), following - offset))
         probe, offset = nxt, following
+    return tuple(found)
 
 
 def notes(
