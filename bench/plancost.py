@@ -75,4 +75,6 @@ def main(n: int, zones: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 20_000, sys.argv[2:] or ["UTC", "Europe/London"])
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 20_000, sys.argv[2:] or ["UTC", "Europe/London"]
+    )

@@ -28,6 +28,8 @@ logger = get_logger(__name__)
 #: slots, a buffered fire) weighs in a batch's fire budget, against 1 for a fire the batch
 #: publishes: it costs an insert, not a publish within the lease.
 RECORDED_WEIGHT = 0.1
+#: The first batch of a beat that is behind (see :meth:`OnTime.fire_due`).
+_FIRST_WHEN_BEHIND = 50
 
 
 class _GiveBack(Exception):
@@ -48,6 +50,8 @@ class OnTime(Part):
         #: long (see :func:`next_batch_size`).
         self.batch_size = self.settings.batch_size
         self._ahead: PublishAhead | None = None
+        #: Whether the last :meth:`fire_due` ran out of time with more due.
+        self._behind = False
         #: Schedules whose planning failed, with the error last logged.
         self._broken: dict[int, str] = {}
         #: The calendars the batches name, read again when their version moves.
@@ -61,19 +65,24 @@ class OnTime(Part):
         # Publish each batch while the next one is claimed and recorded.
         if self.store.publishes_ahead:
             self._ahead = PublishAhead(self.publishing)
+        # Behind, the publisher has been idle since the last call's final batch: a small first
+        # batch sets it going sooner, and the batches double up to the batch size.
+        limit = min(self.batch_size, _FIRST_WHEN_BEHIND) if self._behind else self.batch_size
+        self._behind = False
         try:
             while True:
-                limit = self.batch_size
                 claimed, planned, published, skipped = self._fire_batch(limit)
                 left_to_others = left_to_others or skipped > 0 or claimed == 0
                 if claimed == 0:
                     return left_to_others
                 if self.clock.monotonic() > budget_end:
+                    self._behind = claimed == limit and self._ahead is not None
                     return left_to_others
                 if planned == claimed < limit:
                     return left_to_others  # every due row handled
                 if planned and published == 0 and skipped == planned:
                     return True
+                limit = min(self.batch_size, 2 * limit)
         finally:
             ahead, self._ahead = self._ahead, None
             if ahead is not None:

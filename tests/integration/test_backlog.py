@@ -318,3 +318,48 @@ def test_on_time_slots_go_before_the_rest_of_the_first_pass_after_an_outage(
     assert max(at for r, at in broker.sent if r.schedule_name in missed) > START + 2 * SECOND
     # Each on-time slot waited at most a batch (20 fires, 0.2 s) and the ones before it.
     assert max(at - slot for slot, at in on_time) < 0.5 * SECOND
+
+
+def test_a_beat_that_ran_out_of_time_starts_its_next_call_with_a_small_batch(
+    api: Schedules,
+    tables: Tables,
+    make_ticker: MakeTicker,
+    clock: FixedClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Behind, a beat's publisher waits for the first batch of each call: that one is small
+    (50 rows) and the batches double up to the batch size; a beat that caught up claims whole
+    batches again. Every fire is published once."""
+    api.add_many(
+        [Definition.create(name=f"s{i}", task="t", schedule=Every(60)) for i in range(450)]
+    )
+    clock.advance(MINUTE)
+    # 0.06 s of the test's clock a message: a batch of 100 takes 6 s, past the 5 s a call has.
+    broker = SlowBroker(clock, 0.06)
+    ticker = make_ticker(publish=broker, batch_size=100)
+    if not ticker.store.publishes_ahead:
+        pytest.skip("SQLite publishes each batch before it claims the next: nothing waits")
+    limits: list[int] = []
+    claim_due = ticker.store.claim_due
+
+    def counting(now: datetime, limit: int, *rest: Any) -> Any:
+        limits.append(limit)
+        return claim_due(now, limit, *rest)
+
+    monkeypatch.setattr(ticker.store, "claim_due", counting)
+
+    calls = []
+    while len(broker.sent) < 450:
+        limits.clear()
+        ticker.fire_due()
+        calls.append(list(limits))
+        assert len(calls) < 20
+
+    assert calls[0][0] == 100
+    assert calls[1][:2] == [50, 100], calls
+    assert sorted(broker.names) == sorted(f"s{i}" for i in range(450))
+    # Caught up: the next minute's herd is claimed a whole batch at a time again.
+    clock.advance(MINUTE)
+    limits.clear()
+    ticker.fire_due()
+    assert limits[0] == 100
