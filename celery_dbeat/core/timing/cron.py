@@ -284,10 +284,11 @@ def _found(walker: croniter) -> Iterator[datetime]:
             return
 
 
-#: The first slot of a spec after an instant, remembered (see :meth:`CronSpec.slots_after`).
-_first_after = functools.lru_cache(maxsize=4096)(
-    lambda spec, after: next(spec._slots_after(after), None)
-)
+@functools.lru_cache(maxsize=4096)
+def _first_after(spec: CronSpec, after: datetime) -> datetime | None:
+    """The first slot of ``spec`` after ``after``, remembered (see :meth:`CronSpec.slots_after`)."""
+    return next(spec._slots_after(after), None)
+
 
 #: :meth:`CronSpec.parse` of well-typed arguments, remembered (a ``CronSpec`` is immutable;
 #: errors are not cached).
