@@ -13,6 +13,8 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 
+from celery_dbeat import Cron
+from celery_dbeat.core.definitions import Definition
 from celery_dbeat.core.fires import ScheduleRow
 from celery_dbeat.core.misfire import MisfireRules
 from celery_dbeat.core.planning import plan
@@ -22,37 +24,24 @@ NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 
 
 def rows(n: int, zone: str) -> list[ScheduleRow]:
+    """The rows as the store holds them: each definition's stored columns
+    (:meth:`Definition.columns`), due at its slot, its last slot a minute before."""
     made = []
     for i in range(n):
         slot = NOW + timedelta(seconds=i % 60)
+        name = f"s{i:06d}"
+        schedule = Cron(f"* * * * * {i % 60}", timezone=zone)
+        definition = Definition.create(name=name, task="bench.noop", schedule=schedule, args=[name])
         made.append(
             ScheduleRow(
+                **definition.columns(),
                 id=i,
                 uid=f"uid-{i}",
-                name=f"s{i:06d}",
-                task="bench.noop",
-                args=f'["s{i:06d}"]',
-                kwargs="{}",
-                options="{}",
-                kind="cron",
-                cron=f"* * * * * {i % 60}",
-                timezone=zone,
-                every=None,
-                run_at=None,
+                name=name,
                 anchor_at=None,
-                dst_gap=None,
-                dst_fold=None,
-                cron_days=None,
-                start_at=None,
-                end_at=None,
-                max_runs=None,
                 run_count=0,
-                misfire_policy=None,
-                misfire_grace=None,
-                catchup_limit=None,
                 next_run_at=slot,
                 last_slot=slot - timedelta(minutes=1),
-                jitter=None,
                 version=1,
                 created_at=NOW - timedelta(days=1),
             )

@@ -14,14 +14,14 @@
     fires whose lease is over, one a schedule.
 
 Three passes each; prints the wall time (and for ``states`` and ``takeover`` the CPU time) of
-each. The scratch
-database is dropped at the end.
+each. The scratch database is dropped at the end.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -156,19 +156,29 @@ def states(api: Schedules, n: int, history: int) -> None:
             )
 
 
+#: Each kind's function and how many numbers it takes.
+KINDS: dict[str, tuple[Callable[..., None], int]] = {
+    "missed": (missed, 3),
+    "states": (states, 2),
+    "takeover": (takeover, 1),
+}
+
+
 def main(argv: list[str]) -> None:
     kind, *rest = argv or [""]
-    counts = {"missed": 3, "states": 2, "takeover": 1}
-    if kind not in counts or len(rest) not in (counts[kind], counts[kind] + 1):
+    if kind not in KINDS:
         sys.exit(__doc__)
-    numbers = [int(arg) for arg in rest[: counts[kind]]]
-    database = rest[counts[kind]] if len(rest) > counts[kind] else "postgresql"
+    read, count = KINDS[kind]
+    if len(rest) not in (count, count + 1):
+        sys.exit(__doc__)
+    numbers = [int(arg) for arg in rest[:count]]
+    database = rest[count] if len(rest) > count else "postgresql"
     if database not in SERVERS:
         sys.exit(__doc__)
     run = Run(WORKDIR, f"reads-{kind}", server=SERVERS[database])
     try:
         with Schedules(run.database_url) as api:
-            {"missed": missed, "states": states, "takeover": takeover}[kind](api, *numbers)
+            read(api, *numbers)
     finally:
         run.close()
 

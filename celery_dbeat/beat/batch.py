@@ -28,8 +28,8 @@ logger = get_logger(__name__)
 #: slots, a buffered fire) weighs in a batch's fire budget, against 1 for a fire the batch
 #: publishes: it costs an insert, not a publish within the lease.
 RECORDED_WEIGHT = 0.1
-#: The first batch of a beat that is behind (see :meth:`OnTime.fire_due`).
-_FIRST_WHEN_BEHIND = 50
+#: The first batch after a round that ran out of time (see :meth:`OnTime.fire_due`).
+_FIRST_AFTER_RUNNING_OUT = 50
 
 
 class _GiveBack(Exception):
@@ -51,7 +51,7 @@ class OnTime(Part):
         self.batch_size = self.settings.batch_size
         self._ahead: PublishAhead | None = None
         #: Whether the last :meth:`fire_due` ran out of time with more due.
-        self._behind = False
+        self._ran_out = False
         #: Schedules whose planning failed, with the error last logged.
         self._broken: dict[int, str] = {}
         #: The calendars the batches name, read again when their version moves.
@@ -67,8 +67,8 @@ class OnTime(Part):
             self._ahead = PublishAhead(self.publishing)
         # Behind, the publisher has been idle since the last call's final batch: a small first
         # batch sets it going sooner, and the batches double up to the batch size.
-        limit = min(self.batch_size, _FIRST_WHEN_BEHIND) if self._behind else self.batch_size
-        self._behind = False
+        limit = min(self.batch_size, _FIRST_AFTER_RUNNING_OUT) if self._ran_out else self.batch_size
+        self._ran_out = False
         try:
             while True:
                 claimed, planned, published, skipped = self._fire_batch(limit)
@@ -76,7 +76,7 @@ class OnTime(Part):
                 if claimed == 0:
                     return left_to_others
                 if self.clock.monotonic() > budget_end:
-                    self._behind = claimed == limit and self._ahead is not None
+                    self._ran_out = claimed == limit and self._ahead is not None
                     return left_to_others
                 if planned == claimed < limit:
                     return left_to_others  # every due row handled
